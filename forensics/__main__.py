@@ -1,0 +1,4 @@
+"""`python -m forensics`."""
+from forensics.cli import cli
+
+cli()

@@ -1,0 +1,101 @@
+"""Plain typed records shared by every layer: evidence, facts, errors, findings."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """Where a value was read: the file, the 1-based line number and the raw line."""
+
+    file: str
+    line: int
+    raw: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "raw": self.raw}
+
+
+@dataclass(slots=True)
+class Fact:
+    """One named value read from an input, with its unit, rank and evidence."""
+
+    name: str
+    value: Any
+    unit: str | None
+    evidence: Evidence
+    rank: str | None = None
+    pattern: str | None = None
+    observations: list["Fact"] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "value": self.value,
+            "unit": self.unit,
+            "file": self.evidence.file,
+            "line": self.evidence.line,
+            "raw": self.evidence.raw,
+            "rank": self.rank,
+        }
+        if self.observations:
+            out["observations"] = [
+                {"value": o.value, "rank": o.rank, "line": o.evidence.line} for o in self.observations
+            ]
+        return out
+
+
+@dataclass(slots=True)
+class FatalError:
+    """A fatal error seen in a log: the exception or marker, with its rank and line."""
+
+    type: str | None
+    message: str | None
+    evidence: Evidence
+    rank: str | None = None
+    kind: str = "exception"  # exception | marker
+    consequence: bool = False  # a wrapper such as EngineDeadError, never the root cause
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "message": self.message,
+            "file": self.evidence.file,
+            "line": self.evidence.line,
+            "rank": self.rank,
+            "raw": self.evidence.raw,
+        }
+
+
+@dataclass(slots=True)
+class Finding:
+    """A rule's verdict on one run, with the evidence rows that prove it."""
+
+    rule: str
+    severity: str
+    title: str
+    message: str
+    run: str | None = None
+    evidence: list[Evidence] = field(default_factory=list)
+    rule_file: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "severity": self.severity,
+            "run": self.run,
+            "title": self.title,
+            "message": self.message,
+            "evidence": [e.as_dict() for e in self.evidence],
+        }
+
+
+SEVERITIES = ("info", "warning", "error", "critical")
+
+
+def severity_rank(severity: str) -> int:
+    """Order of a severity name, info lowest; unknown names rank as warning."""
+    try:
+        return SEVERITIES.index(severity)
+    except ValueError:
+        return 1

@@ -1,0 +1,1 @@
+"""Reading engine logs: envelopes, pattern specs, the scanner and config parsers."""

@@ -1,0 +1,349 @@
+"""Scan one engine log: hits from the scanner become facts, errors, an outcome and findings."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, Callable
+
+from forensics.model import Evidence, Fact, FatalError, Finding
+from forensics.parsing import pyrepr
+from forensics.parsing.command import LaunchCommand, parse_command
+from forensics.parsing.reader import open_log
+from forensics.parsing.scanner import Hit, Scanner
+from forensics.parsing.spec import PatternSet, load_all
+
+OUTCOMES = ("ready", "failed_startup", "crashed_after_ready", "unknown")
+_RANK_NUM = re.compile(r"\d+")
+
+# vLLM prints the requested max_model_len as max_seq_len in its engine config line.
+_ENGINE_CONFIG_RENAMES = {"max_seq_len": "max_model_len"}
+
+
+def rank_key(rank: str | None) -> tuple[Any, ...]:
+    """Sort key: no rank first, then by the numbers in the label (DP0 TP0 before DP1 TP2)."""
+    if rank is None:
+        return (0, ())
+    return (1, tuple(int(n) for n in _RANK_NUM.findall(rank)), rank)
+
+
+@dataclass
+class RuntimeRow:
+    """One periodic stats line (vLLM metrics, SGLang batch line)."""
+
+    line: int
+    time: str | None
+    rank: str | None
+    kind: str
+    values: dict[str, Any]
+
+
+@dataclass
+class ScanResult:
+    source: str
+    engine: str | None = None
+    outcome: str = "unknown"
+    meta: dict[str, Fact] = field(default_factory=dict)
+    requested: dict[str, Fact] = field(default_factory=dict)
+    effective: dict[str, Fact] = field(default_factory=dict)
+    runtime: dict[str, Fact] = field(default_factory=dict)
+    errors: list[FatalError] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    ready: Evidence | None = None
+    http_ok_after_fatal: int = 0
+    http_ok_after_fatal_evidence: Evidence | None = None
+    lines: int = 0
+    runtime_rows: int = 0
+    notes: list[Fact] = field(default_factory=list)
+
+    @property
+    def model(self) -> Fact | None:
+        return self.meta.get("model")
+
+    @property
+    def engine_version(self) -> Fact | None:
+        return self.meta.get("engine_version")
+
+
+class _Collector:
+    """Folds hits into facts, keeping memory independent of log size."""
+
+    def __init__(self, source: str, on_runtime: Callable[[RuntimeRow], None] | None) -> None:
+        self.source = source
+        self.on_runtime = on_runtime
+        self.sections: dict[str, dict[str, dict[str | None, Fact]]] = {
+            "meta": {}, "requested": {}, "effective": {},
+        }
+        self.peaks: dict[str, Fact] = {}
+        self.counts: dict[str, Fact] = {}
+        self.lists: dict[str, Fact] = {}
+        self.errors: list[FatalError] = []
+        self.ready: Evidence | None = None
+        self.first_serving: Evidence | None = None
+        self.startup_frames = 0
+        self.runtime_frames = 0
+        self.startup_markers: list[Evidence] = []
+        self.engine_votes: dict[str, int] = {}
+        self.runtime_rows = 0
+        self.notes: list[Fact] = []
+        self.last_frame_stage: dict[str | None, str] = {}
+
+    def evidence(self, hit: Hit) -> Evidence:
+        return Evidence(self.source, hit.line, hit.raw)
+
+    def put(self, section: str, name: str, value: Any, unit: str | None, hit: Hit, ev: Evidence | None = None) -> None:
+        if value is None:
+            return
+        per_rank = self.sections[section].setdefault(name, {})
+        if hit.rank in per_rank:
+            return  # a duplicated line or a later repeat: the first one stands
+        per_rank[hit.rank] = Fact(name, value, unit, ev or self.evidence(hit), hit.rank, hit.pattern.id)
+
+    def add(self, hit: Hit) -> None:
+        p = hit.pattern
+        if p.engine != "any":
+            self.engine_votes[p.engine] = self.engine_votes.get(p.engine, 0) + 1
+        units = {f.name: f.unit for f in p.fields}
+        if p.section in ("meta", "requested", "effective"):
+            for name, value in hit.values.items():
+                self.put(p.section, name, value, units.get(name), hit)
+        elif p.section == "config":
+            self._config(hit)
+        elif p.section == "runtime":
+            self._runtime(hit, units)
+        elif p.section == "event":
+            self._event(hit)
+        elif p.section == "error":
+            self._error(hit)
+
+    def _config(self, hit: Hit) -> None:
+        msg = hit.message
+        kind = hit.pattern.event
+        if kind == "server_args":
+            args = pyrepr.call(msg, "ServerArgs") or {}
+            model = args.get("model_path")
+        elif kind == "non_default_args":
+            args = pyrepr.mapping(msg) or {}
+            model = args.get("model") or args.get("model_tag")
+        elif kind == "engine_config":
+            body = msg.split("with config:", 1)[-1]
+            args = {_ENGINE_CONFIG_RENAMES.get(k, k): v for k, v in pyrepr.kwargs(body).items()}
+            model = args.get("model")
+        else:
+            return
+        for key, value in args.items():
+            if value is None and kind != "engine_config":
+                continue
+            self.put("requested", key, value, None, hit)
+        if isinstance(model, str) and model:
+            self.put("meta", "model", model, None, hit)
+        for name, value in hit.values.items():
+            self.put("meta", name, value, None, hit)
+
+    def _runtime(self, hit: Hit, units: dict[str, str | None]) -> None:
+        self.runtime_rows += 1
+        if self.first_serving is None and hit.pattern.event != "warmup":
+            self.first_serving = self.evidence(hit)
+        if self.on_runtime is not None:
+            self.on_runtime(RuntimeRow(hit.line, hit.time, hit.rank, hit.pattern.event or hit.pattern.id, hit.values))
+        for name, value in hit.values.items():
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
+            key = f"peak_{name}"
+            cur = self.peaks.get(key)
+            if cur is None or value > cur.value:
+                self.peaks[key] = Fact(key, value, units.get(name), self.evidence(hit), hit.rank, hit.pattern.id)
+
+    def _event(self, hit: Hit) -> None:
+        ev = hit.pattern.event
+        if ev == "ready":
+            if self.ready is None:
+                self.ready = self.evidence(hit)
+        elif ev == "serving":
+            if self.first_serving is None:
+                self.first_serving = self.evidence(hit)
+        elif ev in ("preemption",):
+            name = "preemptions"
+            cur = self.counts.get(name)
+            if cur is None:
+                self.counts[name] = Fact(name, 1, "events", self.evidence(hit), hit.rank, hit.pattern.id)
+            else:
+                cur.value += 1
+                n = hit.values.get("retracted")
+                if isinstance(n, int) and n > 1:
+                    cur.value += n - 1
+        elif ev and ev.startswith("list:"):
+            name = ev[5:]
+            cur = self.lists.get(name)
+            if cur is None:
+                self.lists[name] = Fact(name, [hit.message], "messages", self.evidence(hit), hit.rank, hit.pattern.id)
+            elif hit.message not in cur.value:
+                cur.value.append(hit.message)
+        elif ev == "note":
+            self.notes.append(Fact("note", hit.message, None, self.evidence(hit), hit.rank, hit.pattern.id))
+
+    def _error(self, hit: Hit) -> None:
+        ev = hit.pattern.event
+        if ev == "startup_frame":
+            self.startup_frames += 1
+            self.last_frame_stage[hit.rank] = "startup"
+            return
+        if ev == "runtime_frame":
+            self.runtime_frames += 1
+            self.last_frame_stage[hit.rank] = "runtime"
+            return
+        if ev == "startup_failed":
+            self.startup_markers.append(self.evidence(hit))
+        if hit.level in ("DEBUG", "INFO", "WARNING", "WARN"):
+            return  # a logged, handled exception is not fatal
+        kind = "exception" if "type" in hit.values else "marker"
+        err = FatalError(
+            type=hit.values.get("type") or hit.values.get("marker"),
+            message=hit.values.get("message"),
+            evidence=self.evidence(hit),
+            rank=hit.rank,
+            kind=kind,
+            consequence=hit.pattern.consequence,
+        )
+        for seen in self.errors:
+            if seen.type == err.type and seen.message == err.message:
+                # the same exception printed by another rank or handler, or matched by a
+                # second, more specific pattern that knows it is a consequence
+                seen.consequence = seen.consequence or err.consequence
+                return
+        self.errors.append(err)
+
+
+def _lowest(per_rank: dict[str | None, Fact]) -> Fact:
+    ranks = sorted(per_rank, key=rank_key)
+    first = per_rank[ranks[0]]
+    values = {repr(per_rank[r].value) for r in ranks}
+    if len(values) > 1:
+        first.observations = [per_rank[r] for r in ranks]
+    return first
+
+
+def _order_errors(errors: list[FatalError]) -> list[FatalError]:
+    """Root cause first: the first exception raised that is not a known consequence."""
+    if not errors:
+        return []
+    def pick() -> FatalError:
+        for want in (("exception", False), ("marker", False)):
+            for e in errors:
+                if (e.kind, e.consequence) == want:
+                    return e
+        return errors[0]
+    root = pick()
+    return [root] + [e for e in errors if e is not root]
+
+
+def _outcome(c: _Collector, errors: list[FatalError]) -> str:
+    ready = c.ready or c.first_serving
+    fatal_line = min((e.evidence.line for e in errors), default=None)
+    if fatal_line is not None:
+        if ready is not None and ready.line < fatal_line:
+            return "crashed_after_ready"
+        if c.startup_markers or (c.startup_frames and not c.runtime_frames):
+            return "failed_startup"
+        if c.runtime_frames and ready is None:
+            return "unknown"
+        return "unknown"
+    return "ready" if ready is not None else "unknown"
+
+
+def scan_stream(stream: BinaryIO, source: str, patterns: PatternSet | None = None,
+                on_runtime: Callable[[RuntimeRow], None] | None = None,
+                fast: bool | None = None) -> ScanResult:
+    """Scan a decompressed byte stream; see `scan_file`."""
+    patterns = patterns or load_all()
+    scanner = Scanner(patterns)
+    col = _Collector(source, on_runtime)
+    for hit in scanner.scan(stream, fast=fast):
+        col.add(hit)
+    res = ScanResult(source=source)
+    res.lines = scanner.lines_read
+    votes = col.engine_votes
+    if votes:
+        best = max(votes.values())
+        leaders = [e for e, v in votes.items() if v == best]
+        res.engine = leaders[0] if len(leaders) == 1 else None
+    for section in ("meta", "requested", "effective"):
+        target = getattr(res, section)
+        for name, per_rank in col.sections[section].items():
+            fact = _lowest(per_rank)
+            if res.engine and fact.pattern and _pattern_engine(patterns, fact.pattern) not in (res.engine, "any"):
+                continue
+            target[name] = fact
+    for name, fact in col.lists.items():
+        res.effective[name] = fact
+    res.runtime.update(col.peaks)
+    res.runtime.update(col.counts)
+    res.runtime_rows = col.runtime_rows
+    res.errors = _order_errors(col.errors)
+    res.ready = col.ready or col.first_serving
+    res.outcome = _outcome(col, res.errors)
+    res.http_ok_after_fatal = scanner.http_after_fatal.count
+    if scanner.http_after_fatal.first_line is not None:
+        res.http_ok_after_fatal_evidence = Evidence(source, scanner.http_after_fatal.first_line,
+                                                    scanner.http_after_fatal.first_raw or "")
+    res.notes = col.notes
+    return res
+
+
+def _pattern_engine(patterns: PatternSet, pid: str) -> str:
+    for p in patterns.patterns:
+        if p.id == pid:
+            return p.engine
+    return "any"
+
+
+def scan_file(path: str | Path, cmd: str | Path | None = None, patterns: PatternSet | None = None,
+              on_runtime: Callable[[RuntimeRow], None] | None = None, fast: bool | None = None) -> ScanResult:
+    """Scan an engine log (plain, .gz, .zst or `-` for stdin) into facts and an outcome.
+
+    Args:
+        path: the log.
+        cmd: a launch command file; by default a `cmd.sh` next to the log is used if present.
+        patterns: the pattern set (the shipped one by default).
+        on_runtime: called with every stats row, in file order (the archive stores them).
+        fast: force the scanner's RE2 path on or off (tests compare both).
+
+    Raises:
+        InputError: the log or the command file cannot be read.
+    """
+    from forensics.logchecks import log_findings
+
+    stream, source = open_log(path)
+    with stream:
+        res = scan_stream(stream, source, patterns, on_runtime, fast)
+    cmd_path = Path(cmd) if cmd else None
+    if cmd_path is None and source != "<stdin>":
+        guess = Path(source).with_name("cmd.sh")
+        if guess.is_file():
+            cmd_path = guess
+    if cmd_path is not None:
+        apply_command(res, read_command(cmd_path))
+    res.findings = log_findings(res)
+    return res
+
+
+def read_command(path: Path) -> LaunchCommand:
+    from forensics.errors import InputError
+
+    try:
+        text = path.read_bytes().decode("utf-8", "replace")
+    except OSError as exc:
+        raise InputError(f"cannot read launch command {path}", exc.strerror or str(exc),
+                         hint="pass --cmd with a readable file") from None
+    return parse_command(text, str(path))
+
+
+def apply_command(res: ScanResult, cmd: LaunchCommand) -> None:
+    """The launch command is what the user asked for: it overrides the log's echo of it."""
+    if res.engine is None and cmd.engine:
+        res.engine = cmd.engine
+    for key, value in cmd.args.items():
+        res.requested[key] = Fact(key, value, None, cmd.evidence[key], None, "command")
+    model = cmd.args.get("model") or cmd.args.get("model_path")
+    if isinstance(model, str) and "model" not in res.meta:
+        res.meta["model"] = Fact("model", model, None, cmd.evidence.get("model") or cmd.evidence["model_path"], None, "command")
