@@ -84,5 +84,71 @@ def parsers(check: bool) -> None:
         click.echo(f"\n{len(ps.patterns)} patterns, {n} samples: all samples match as stated.")
 
 
+def _fake_nvml(fleet: str):
+    """Test hook: the fake NVML of tests/fake_nvml.py over a fleet TOML (a source checkout only)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "tests" / "fake_nvml.py"
+    spec = importlib.util.spec_from_file_location("forensics_fake_nvml", path)
+    if spec is None or not path.exists():
+        raise ForensicsError("cannot use --fake-fleet", f"{path} is missing", hint="run from a source checkout")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.FakeNvml(fleet)
+
+
+@cli.command(context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
+@click.option("--interval", default="1s", show_default=True, help="time between samples: 1s, 500ms, 2m")
+@click.option("--out", default="gpu.parquet", show_default=True, type=click.Path(dir_okay=False),
+              help="Parquet file to write; OUT.partial is the crash-safe journal while sampling")
+@click.option("--recover", "recover_out", metavar="OUT", type=click.Path(dir_okay=False),
+              help="turn the journal a killed run left behind (OUT.partial) into OUT, and stop")
+@click.option("--fake-fleet", hidden=True, envvar="FORENSICS_FAKE_NVML", type=click.Path(exists=True, dir_okay=False))
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def sample(interval: str, out: str, recover_out: str | None, fake_fleet: str | None, command: tuple[str, ...]) -> None:
+    """Sample every GPU via NVML into Parquet until COMMAND exits (its exit code is passed on) or SIGINT/SIGTERM.
+
+    Example: forensics sample --interval 500ms --out gpu.parquet -- vllm bench serve ...
+    """
+    import signal
+
+    from forensics.gpu import sampler
+    from forensics.gpu.nvml import Nvml
+
+    if recover_out:
+        try:
+            n, bad = sampler.recover(recover_out)
+        except ForensicsError as exc:
+            _fail(exc)
+            return
+        click.echo(f"recovered {n} rows into {recover_out.removesuffix(sampler.JOURNAL_SUFFIX)}"
+                   + (f"; skipped {bad} torn line(s)" if bad else ""), err=True)
+        return
+    try:
+        session = sampler.Session(_fake_nvml(fake_fleet) if fake_fleet else Nvml(), out, sampler.parse_interval(interval))
+        old = sampler.install_signal_handlers(session)
+        try:
+            rc = session.run(command)
+        finally:
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
+    except ForensicsError as exc:
+        _fail(exc)
+        return
+    t = session.tally
+    click.echo(f"wrote {t.rows} rows ({t.ticks} samples of {t.devices} devices) to {out}", err=True)
+    nulls = sorted({(m, st) for (m, st) in t.statuses})
+    if nulls:
+        click.echo("NULL metrics: " + ", ".join(f"{m} ({st})" for m, st in nulls), err=True)
+    if t.lost:
+        click.echo("WARNING: GPU lost during sampling: " + ", ".join(
+            f"{g}" + (f":{m}" if m is not None else "") for g, m in sorted(t.lost, key=str)), err=True)
+    if t.missing_functions:
+        click.echo(f"WARNING: NVML function(s) missing: {', '.join(sorted(t.missing_functions))}", err=True)
+        click.echo("HINT: the NVIDIA driver is older than these calls; upgrade it (check with `nvidia-smi`); "
+                   "until then those metrics stay NULL with status function_not_found", err=True)
+    sys.exit(rc)
+
 def main() -> None:  # pragma: no cover - console entry point alias
     cli()

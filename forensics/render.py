@@ -134,3 +134,18 @@ def scan_markdown(res: ScanResult) -> str:
             for ev in f.evidence:
                 out.append(f"  - `{ev.file}:{ev.line}`: `{ev.raw[:200]}`")
     return "\n".join(out) + "\n"
+
+
+def unmatched_text(groups: list) -> str:
+    if not groups:
+        return "no unmatched fact-like lines\n"
+    lines = [f"{len(groups)} templates of fact-like lines that no pattern matched:"]
+    for g in groups:
+        lines.append(f"{g.count:>6}  line {g.first_line:<7} {g.template}")
+        lines.append(f"        e.g. {g.example}")
+    return "\n".join(lines) + "\n"
+
+
+def unmatched_json(groups: list) -> str:
+    return json.dumps([{"template": g.template, "count": g.count, "first_line": g.first_line,
+                        "example": g.example} for g in groups], indent=2, ensure_ascii=False)

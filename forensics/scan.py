@@ -126,7 +126,9 @@ class _Collector:
             args = pyrepr.mapping(msg) or {}
             model = args.get("model") or args.get("model_tag")
         elif kind == "engine_config":
-            body = msg.split("with config:", 1)[-1]
+            body = msg.split("with config:", 1)[-1].rstrip()
+            if body.endswith(")") and body.count(")") > body.count("("):
+                body = body[:-1]  # V0 closes the whole config with ")": keep the last item
             args = {_ENGINE_CONFIG_RENAMES.get(k, k): v for k, v in pyrepr.kwargs(body).items()}
             model = args.get("model")
         else:
@@ -245,9 +247,16 @@ def _outcome(c: _Collector, errors: list[FatalError]) -> str:
             return "crashed_after_ready"
         if c.startup_markers or (c.startup_frames and not c.runtime_frames):
             return "failed_startup"
-        if c.runtime_frames and ready is None:
-            return "unknown"
+        if c.runtime_frames and not c.startup_frames:
+            # the traceback runs through serving-only code: the engine was serving when it died
+            return "crashed_after_ready"
         return "unknown"
+    if ready is None:
+        # a paste cut before the exception line: the markers and frames still tell the stage
+        if c.startup_markers:
+            return "failed_startup"
+        if c.runtime_frames and not c.startup_frames:
+            return "crashed_after_ready"
     return "ready" if ready is not None else "unknown"
 
 

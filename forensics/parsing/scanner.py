@@ -56,15 +56,23 @@ class Prefilter:
     def __init__(self, keywords: list[str]) -> None:
         alt = "|".join(_re2_escape(k) for k in sorted(set(keywords), key=len, reverse=True))
         self.re2_pattern = f"[^\\n]*(?:{alt})[^\\n]*"
-        self.py_rx = re.compile(("[^\\n]*(?:" + "|".join(re.escape(k) for k in sorted(set(keywords), key=len, reverse=True)) + ")[^\\n]*").encode())
+        # Keywords only (no `[^\n]*` around them): Python's re would backtrack over every
+        # start position of a long keyword-free line, which is quadratic in its length.
+        self.py_rx = re.compile("|".join(re.escape(k) for k in sorted(set(keywords), key=len, reverse=True)).encode())
 
     def python(self, chunk: bytes, first_line: int) -> Iterator[tuple[int, int, bytes]]:
         line, pos = first_line, 0
-        for m in self.py_rx.finditer(chunk):
-            s = m.start()
+        search = self.py_rx.search
+        m = search(chunk)
+        while m is not None:
+            s = chunk.rfind(b"\n", 0, m.start()) + 1
+            e = chunk.find(b"\n", m.end())
+            if e < 0:
+                e = len(chunk)
             line += chunk.count(b"\n", pos, s)
             pos = s
-            yield line, s, m.group()
+            yield line, s, chunk[s:e]
+            m = search(chunk, e)
 
     def arrow(self, chunk: bytes, first_line: int) -> Iterator[tuple[int, int, bytes]]:
         import pyarrow as pa

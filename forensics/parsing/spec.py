@@ -31,6 +31,7 @@ class FieldSpec:
     type: str = "str"
     unit: str | None = None
     scale: float | None = None
+    map: tuple[tuple[str, Any], ...] = ()  # printed text -> canonical value (`XFormers` -> `XFORMERS`)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,11 @@ class Pattern:
             raw = m.group(f.group)
             if raw is None:
                 continue
+            if f.map:
+                mapped = dict(f.map).get(raw.strip())
+                if mapped is not None:
+                    out[f.name] = mapped
+                    continue
             value = convert(raw, f.type)
             if value is None:
                 continue
@@ -132,7 +138,11 @@ def load_file(path: Path) -> list[Pattern]:
             ftype = spec.get("type", "str")
             if ftype not in TYPES:
                 raise _fail(path, pid, f"field {group!r} has unknown type {ftype!r}")
-            fields.append(FieldSpec(group, spec.get("name", group), ftype, spec.get("unit"), spec.get("scale")))
+            fmap = spec.get("map") or {}
+            if not isinstance(fmap, dict):
+                raise _fail(path, pid, f"field {group!r}: `map` must be a table of printed text -> value")
+            fields.append(FieldSpec(group, spec.get("name", group), ftype, spec.get("unit"), spec.get("scale"),
+                                    tuple(fmap.items())))
         missing = set(rx.groupindex) - {f.group for f in fields}
         if missing:
             raise _fail(path, pid, f"named groups without a field entry: {', '.join(sorted(missing))}")

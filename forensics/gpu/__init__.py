@@ -1,0 +1,1 @@
+"""GPU telemetry: the NVML gate (`nvml`) and the crash-safe sampler (`sampler`)."""
