@@ -5,8 +5,8 @@ that every line it matches contains (the scanner's prefilter), a ``regex`` with 
 groups searched in the message (the line with its envelope peeled off), a ``section``
 (effective, requested, meta, runtime, event, error) and a ``fields`` table that types each
 group. Every pattern carries ``[[pattern.samples]]``: real lines and what they must yield.
-The loader refuses a pattern without samples, a sample that matches nothing, a sample that
-two patterns match, and a sample whose yield differs from the one it states.
+The loader refuses a pattern without samples, a sample that matches nothing, a sample from
+which two patterns read the same fact, and a sample whose yield differs from the one it states.
 """
 from __future__ import annotations
 
@@ -196,8 +196,11 @@ def check(patterns: list[Pattern]) -> None:
             want = sample.get("yields", {})
             if want != got:
                 raise _fail(Path(p.file), p.id, f"sample {n} yields {got} but states {want}")
+            # Two patterns may read different facts off one line; reading the same fact twice
+            # means one of them is redundant or they disagree.
             others = [o.id for o in patterns if o is not p and o.section == p.section and o.engine in (p.engine, "any")
-                      and o.keyword in line and o.extract(msg) is not None and not sample.get("also")]
+                      and o.keyword in line and not sample.get("also")
+                      and (o.extract(msg) is not None and (set(o.extract(msg) or {}) & set(got) or (not got and not o.extract(msg))))]
             if others:
                 raise _fail(Path(p.file), p.id, f"sample {n} is also matched by {', '.join(others)}",
                             "make the regexes disjoint, or list the other ids in the sample's `also`")
