@@ -87,6 +87,7 @@ class _Collector:
         self.runtime_rows = 0
         self.notes: list[Fact] = []
         self.last_frame_stage: dict[str | None, str] = {}
+        self.priority: dict[tuple[str, str, str | None], int] = {}
 
     def evidence(self, hit: Hit) -> Evidence:
         return Evidence(self.source, hit.line, hit.raw)
@@ -96,7 +97,12 @@ class _Collector:
             return
         per_rank = self.sections[section].setdefault(name, {})
         if hit.rank in per_rank:
-            return  # a duplicated line or a later repeat: the first one stands
+            # A duplicated line or a later repeat: the first one stands, unless a pattern
+            # declared as the authoritative source (higher `priority`) reads it later, e.g.
+            # SGLang's summary line over its earlier `KV Cache is allocated` line.
+            if hit.pattern.priority <= self.priority.get((section, name, hit.rank), 0):
+                return
+        self.priority[(section, name, hit.rank)] = hit.pattern.priority
         per_rank[hit.rank] = Fact(name, value, unit, ev or self.evidence(hit), hit.rank, hit.pattern.id)
 
     def add(self, hit: Hit) -> None:
@@ -167,13 +173,12 @@ class _Collector:
         elif ev in ("preemption",):
             name = "preemptions"
             cur = self.counts.get(name)
+            n = hit.values.get("retracted")
+            step = n if isinstance(n, int) and n > 1 else 1  # one retraction line may evict several
             if cur is None:
-                self.counts[name] = Fact(name, 1, "events", self.evidence(hit), hit.rank, hit.pattern.id)
+                self.counts[name] = Fact(name, step, "events", self.evidence(hit), hit.rank, hit.pattern.id)
             else:
-                cur.value += 1
-                n = hit.values.get("retracted")
-                if isinstance(n, int) and n > 1:
-                    cur.value += n - 1
+                cur.value += step
         elif ev and ev.startswith("list:"):
             name = ev[5:]
             cur = self.lists.get(name)

@@ -18,6 +18,13 @@ _SGLANG_ENTRY = re.compile(r"sglang\.launch_server|(?:^|/)sglang$")
 # Short aliases vLLM accepts (`vllm serve -tp 2`).
 _SHORT = {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "dp": "data_parallel_size",
           "dcp": "decode_context_parallel_size", "q": "quantization", "O": "compilation_config"}
+# SGLang accepts vLLM-style and abbreviated spellings of its own flags (argparse allows
+# unambiguous prefixes); requested facts use SGLang's own names.
+_SGLANG_ALIASES = {"tensor_parallel_size": "tp_size", "tp": "tp_size", "data_parallel_size": "dp_size",
+                   "dp": "dp_size", "expert_parallel_size": "ep_size", "ep": "ep_size",
+                   "pipeline_parallel_size": "pp_size", "pp": "pp_size",
+                   "speculative_algo": "speculative_algorithm", "speculative_draft": "speculative_draft_model_path",
+                   "model": "model_path"}
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?([eE][-+]?\d+)?$")
 
 
@@ -124,7 +131,7 @@ def _engine_args(tokens: list[str]) -> tuple[str, list[tuple[str, Any]]] | None:
     """Find the engine entry point in one simple command and parse what follows it."""
     for i, t in enumerate(tokens):
         if _SGLANG_ENTRY.search(t):
-            return "sglang", _flags(tokens[i + 1:], None)
+            return "sglang", [(_SGLANG_ALIASES.get(k, k), v) for k, v in _flags(tokens[i + 1:], None)]
         if _VLLM_ENTRY.search(t):
             rest = tokens[i + 1:]
             if t.endswith("vllm") or t.endswith("cli.main"):

@@ -46,6 +46,7 @@ class Pattern:
     file: str
     samples: tuple[dict[str, Any], ...] = field(default=(), compare=False)
     consequence: bool = False
+    priority: int = 0  # a higher priority pattern overrides an earlier value of the same fact and rank
 
     def extract(self, message: str) -> dict[str, Any] | None:
         """Typed values of the named groups, or None if the pattern does not match.
@@ -160,6 +161,7 @@ def load_file(path: Path) -> list[Pattern]:
                 file=str(path),
                 samples=tuple(p["samples"]),
                 consequence=bool(p.get("consequence", False)),
+                priority=int(p.get("priority", 0)),
             )
         )
     return out
