@@ -84,6 +84,154 @@ def parsers(check: bool) -> None:
         click.echo(f"\n{len(ps.patterns)} patterns, {n} samples: all samples match as stated.")
 
 
+_ARCHIVE_OPTION = click.option("--archive", default="forensics.duckdb", show_default=True,
+                                type=click.Path(dir_okay=False), help="the DuckDB archive file")
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@_ARCHIVE_OPTION
+def ingest(paths: tuple[str, ...], archive: str) -> None:
+    """Load run folders (or .tar/.tar.gz/.tar.zst archives of them) into the archive."""
+    from pathlib import Path
+
+    from forensics.ingest import discover, ingest_paths
+
+    def wait(msg: str) -> None:
+        click.echo(msg, err=True)
+
+    try:
+        bar = None
+        if sys.stderr.isatty():
+            total = sum(1 for _ in discover([Path(p) for p in paths]))
+            bar = click.progressbar(length=total, label="ingesting runs", file=sys.stderr)
+            bar.__enter__()
+        report = ingest_paths(Path(archive), [Path(p) for p in paths],
+                              progress=(lambda _src: bar.update(1)) if bar else None, on_wait=wait)
+        if bar:
+            bar.__exit__(None, None, None)
+    except ForensicsError as exc:
+        _fail(exc)
+        return
+    rows = ", ".join(f"{n} {t}" for t, n in sorted(report.rows.items()))
+    click.echo(f"{archive}: {len(report.added)} added, {len(report.replaced)} replaced, "
+               f"{len(report.unchanged)} unchanged, {len(report.failed)} failed" + (f" ({rows})" if rows else ""))
+    for run_id, why in report.failed:
+        click.echo(f"Error: run {run_id}: {why}", err=True)
+    if report.failed:
+        sys.exit(EXIT_ERROR)
+
+
+_READ_ONLY_START = ("select", "with", "from", "describe", "show", "summarize", "explain", "pragma", "table", "values", "(")
+
+
+@cli.command()
+@click.argument("statement")
+@_ARCHIVE_OPTION
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]), default="table", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), help="output file (required for parquet)")
+def sql(statement: str, archive: str, fmt: str, out: str | None) -> None:
+    """Run one read-only SQL query on the archive."""
+    from forensics.archive import open_archive, query
+
+    head = statement.lstrip().lower()
+    if not head.startswith(_READ_ONLY_START) or ";" in statement.strip().rstrip(";"):
+        _fail(ForensicsError("refused: forensics sql runs one read-only query",
+                             f"{statement.split()[0] if statement.split() else 'empty'} statements change data or files",
+                             hint="use SELECT/WITH/DESCRIBE; open the file with the duckdb shell to change it"))
+        return
+    if fmt == "parquet" and not out:
+        _fail(ForensicsError("--format parquet needs --out FILE", hint="add --out result.parquet"))
+        return
+    try:
+        con = open_archive(archive, read_only=True)
+        try:
+            if fmt == "parquet":
+                import pyarrow.parquet as pq
+
+                try:
+                    table = con.execute(statement).fetch_arrow_table()
+                except Exception as exc:  # duckdb.Error, without importing duckdb here
+                    raise ForensicsError("query failed", str(exc).splitlines()[0]) from None
+                pq.write_table(table, out)
+                click.echo(f"{out}: {table.num_rows} rows")
+                return
+            names, rows = query(con, statement)
+        finally:
+            con.close()
+    except ForensicsError as exc:
+        _fail(exc)
+        return
+    _emit(names, rows, fmt, out)
+
+
+def _emit(names: list[str], rows: list[tuple], fmt: str, out: str | None = None) -> None:
+    import csv
+    import io
+    import json
+
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(names)
+        w.writerows(rows)
+        text = buf.getvalue()
+    elif fmt == "json":
+        text = json.dumps([dict(zip(names, r)) for r in rows], default=str, indent=1) + "\n"
+    else:
+        from tabulate import tabulate
+
+        text = tabulate(rows, headers=names) + "\n"
+    if out:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        click.echo(text, nl=False)
+
+
+@cli.command()
+@_ARCHIVE_OPTION
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+def runs(archive: str, fmt: str) -> None:
+    """List runs with outcome, engine, model and key limits."""
+    from forensics.archive import RUNS_SQL, open_archive, query
+
+    try:
+        con = open_archive(archive, read_only=True)
+        try:
+            names, rows = query(con, RUNS_SQL)
+        finally:
+            con.close()
+    except ForensicsError as exc:
+        _fail(exc)
+        return
+    _emit(names, rows, fmt)
+
+
+@cli.command()
+def schema() -> None:
+    """Print the archive schema (DDL with a comment on each table)."""
+    from forensics.archive import schema_sql
+
+    click.echo(schema_sql(), nl=False)
+
+
+@cli.command()
+@click.argument("out_dir", type=click.Path(file_okay=False))
+@_ARCHIVE_OPTION
+def export(out_dir: str, archive: str) -> None:
+    """Write the archive as Hive-partitioned Parquet: TABLE/campaign=NAME/*.parquet."""
+    from forensics.archive import export_parquet
+
+    try:
+        counts = export_parquet(archive, out_dir)
+    except ForensicsError as exc:
+        _fail(exc)
+        return
+    for table, n in counts.items():
+        click.echo(f"{out_dir}/{table}: {n} rows")
+
+
 def _fake_nvml(fleet: str):
     """Test hook: the fake NVML of tests/fake_nvml.py over a fleet TOML (a source checkout only)."""
     import importlib.util

@@ -194,6 +194,24 @@ def test_no_driver_message_exactly():
                                "loaded); install the driver or run where `nvidia-smi` works")
 
 
+def test_cli_without_driver_prints_one_error_line(runner, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(nvmlInit=raises(pynvml.NVMLError_LibraryNotFound)))
+    monkeypatch.delenv("FORENSICS_FAKE_NVML", raising=False)
+    res = runner.invoke(cli, ["sample", "--out", str(tmp_path / "gpu.parquet"), "--", sys.executable, "-c", "pass"])
+    assert res.exit_code == 2
+    assert res.stderr == ("Error: NVML could not initialise: no NVIDIA driver found (libnvidia-ml.so.1 cannot be "
+                          "loaded); install the driver or run where `nvidia-smi` works\n")
+    assert list(tmp_path.iterdir()) == []  # nothing written, the command never started
+
+
+def test_pynvml_is_imported_lazily_and_only_by_the_gate():
+    code = "import sys, forensics.cli, forensics.gpu.sampler; print('pynvml' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+    importers = [p.relative_to(ROOT).as_posix() for p in (ROOT / "forensics").rglob("*.py")
+                 if "import pynvml" in p.read_text() or "from pynvml" in p.read_text()]
+    assert importers == ["forensics/gpu/nvml.py"]
+
+
 def test_gate_maps_errors_sentinels_and_fallbacks():
     util = types.SimpleNamespace(gpu=97, memory=41)
     mem = types.SimpleNamespace(used=3 << 30, total=80 << 30)

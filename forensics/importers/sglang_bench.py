@@ -20,8 +20,11 @@ def sniff(head: bytes, name: str) -> bool:
     """A JSON object with SGLang's `e2e_latency` stats or retokenized totals, no vLLM `model_id`."""
     if b'"model_id"' in head:
         return False
+    # Per-request arrays can push the summary keys past the head: the backend name and
+    # a bare `Infinity` request rate (vLLM writes "inf" as a string) identify it too.
     return (b'"total_output_tokens_retokenized"' in head
-            or re.search(rb'"(mean|median|p\d+)_e2e_latency_ms"', head) is not None)
+            or re.search(rb'"(mean|median|p\d+)_e2e_latency_ms"', head) is not None
+            or (re.search(rb'"backend":\s*"sglang', head) is not None and b'"max_concurrency"' in head))
 
 
 def _point(res: ImportResult, rec: JsonRecord) -> None:
