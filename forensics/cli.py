@@ -150,7 +150,8 @@ def sql(statement: str, archive: str, fmt: str, out: str | None) -> None:
                 import pyarrow.parquet as pq
 
                 try:
-                    table = con.execute(statement).fetch_arrow_table()
+                    cur = con.execute(statement)
+                    table = cur.to_arrow_table() if hasattr(cur, "to_arrow_table") else cur.fetch_arrow_table()
                 except Exception as exc:  # duckdb.Error, without importing duckdb here
                     raise ForensicsError("query failed", str(exc).splitlines()[0]) from None
                 pq.write_table(table, out)
