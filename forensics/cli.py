@@ -299,5 +299,115 @@ def sample(interval: str, out: str, recover_out: str | None, fake_fleet: str | N
                    "until then those metrics stay NULL with status function_not_found", err=True)
     sys.exit(rc)
 
+@cli.group("rules", invoke_without_command=True)
+@click.option("--rules", "rule_dirs", multiple=True, type=click.Path(file_okay=False), help="extra rules folder DIR/<group>/<name>.sql")
+@click.option("--settings", "show_settings", is_flag=True, help="list the thresholds rules read (rule_settings)")
+@click.option("--docs", is_flag=True, hidden=True, help="print docs/rules.md generated from the rule headers")
+@click.pass_context
+def rules_cmd(ctx: click.Context, rule_dirs: tuple[str, ...], show_settings: bool, docs: bool) -> None:
+    """List the rules (id, severity, title); `forensics rules explain ID` explains one."""
+    from tabulate import tabulate
+
+    from forensics import rules as R
+
+    try:
+        loaded = R.load_rules(rule_dirs)
+    except ForensicsError as exc:
+        _fail(exc)
+        return
+    ctx.obj = loaded
+    if ctx.invoked_subcommand is not None:
+        return
+    if docs:
+        click.echo(R.generate_docs(loaded), nl=False)
+    elif show_settings:
+        from forensics.archive import memory_archive
+
+        click.echo(tabulate(R.settings(memory_archive()), headers=["key", "default", "meaning"]))
+    else:
+        click.echo(tabulate([[r.id, r.severity, r.title] for r in loaded], headers=["id", "severity", "title"]))
+
+
+@rules_cmd.command("explain")
+@click.argument("rule_id")
+@click.pass_obj
+def rules_explain(loaded: list, rule_id: str) -> None:
+    """Explain one rule: what it checks, why it matters and how to fix it."""
+    from forensics.rules import find_rule
+
+    rule = find_rule(loaded, rule_id)
+    if rule is None:
+        _fail(ForensicsError(f"no rule `{rule_id}`", hint="list them with `forensics rules`"))
+        return
+    click.echo(f"{rule.id} ({rule.severity}): {rule.title}\n\n{rule.explanation}\n\nRemedy: {rule.remedy}\n\nFile: {rule.path}")
+
+
+@cli.command()
+@click.argument("run_dirs", nargs=-1, type=click.Path(exists=True))
+@click.option("--archive", type=click.Path(dir_okay=False),
+              help="the DuckDB archive (default: forensics.duckdb; a temporary one when RUN_DIRs are given)")
+@click.option("--rules", "rule_dirs", multiple=True, type=click.Path(file_okay=False), help="extra rules folder DIR/<group>/<name>.sql")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "md"]), default="table", show_default=True)
+@click.option("--fail-on", type=click.Choice(["info", "warning", "error", "critical", "never"]), default="error",
+              show_default=True, help="exit 1 when a finding reaches this severity")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="override a rule_settings threshold for this check")
+@click.option("--no-store", is_flag=True, help="do not write findings into the archive")
+def check(run_dirs: tuple[str, ...], archive: str | None, rule_dirs: tuple[str, ...], fmt: str, fail_on: str,
+          sets: tuple[str, ...], no_store: bool) -> None:
+    """Run the rules on runs (ingesting RUN_DIRs first) and print the findings."""
+    import tempfile
+    from pathlib import Path
+
+    from forensics import rules as R
+    from forensics.archive import open_archive
+    from forensics.model import severity_rank
+
+    tmp = None
+    failed: list[tuple[str, str]] = []
+    try:
+        overrides = dict(R.parse_setting(s) for s in sets)
+        loaded = R.load_rules(rule_dirs)
+        if run_dirs:
+            from forensics.ingest import ingest_paths
+
+            if archive is None:
+                tmp = tempfile.TemporaryDirectory(prefix="forensics-check-")
+                archive = str(Path(tmp.name) / "check.duckdb")
+            report = ingest_paths(Path(archive), [Path(p) for p in run_dirs])
+            run_ids = list(getattr(report, "runs", [Path(p).name for p in run_dirs]))
+            failed = list(getattr(report, "failed", []))
+        else:
+            archive = archive or "forensics.duckdb"
+            run_ids = None
+        con = open_archive(archive, read_only=True)
+        try:
+            R.apply_settings(con, overrides)
+            if run_ids is None:
+                run_ids = [r for (r,) in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
+            findings = R.run_rules(con, loaded, runs=run_ids)
+        finally:
+            con.close()
+        if not (no_store or overrides or tmp is not None):
+            wcon = open_archive(archive)
+            try:
+                R.store_findings(wcon, loaded, run_ids, findings)
+            finally:
+                wcon.close()
+    except ForensicsError as exc:
+        _fail(exc)
+        return
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    out = R.format_check(run_ids, findings, fmt)
+    click.echo(out, nl=not out.endswith("\n"))
+    for run_id, why in failed:
+        click.echo(f"Error: cannot ingest {run_id}: {why}", err=True)
+    if failed:
+        sys.exit(EXIT_ERROR)
+    if fail_on != "never" and any(severity_rank(f.severity) >= severity_rank(fail_on) for f in findings):
+        sys.exit(EXIT_FINDINGS)
+
+
 def main() -> None:  # pragma: no cover - console entry point alias
     cli()

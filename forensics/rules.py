@@ -168,7 +168,10 @@ def load_rule(path: Path, root: Path, probe: Connection | None = None) -> Rule:
     if sev not in SEVERITIES:
         raise _err("bad severity", path, lines_of["severity"], f"`{sev}` is not one of {', '.join(SEVERITIES)}",
                    f"-- severity: {sev}")
-    body = "\n".join(text.splitlines()[body_line - 1:])
+    all_lines = text.splitlines()
+    while body_line <= len(all_lines) and not all_lines[body_line - 1].strip():
+        body_line += 1  # so that DuckDB's "LINE n" maps onto the file
+    body = "\n".join(all_lines[body_line - 1:])
     if not body.strip():
         raise _err("rule has no SQL", path, body_line, "a SELECT must follow the header")
     own = probe is None
@@ -483,4 +486,12 @@ def generate_docs(rules: Sequence[Rule]) -> str:
             extra.append(f"aliases: {', '.join(r.aliases)}")
         extra.append(f"file: `rules/{r.group}/{r.path.name}`")
         out.append("; ".join(extra) + "\n")
+    from forensics.signatures import load as load_signatures
+
+    out.append("## Fatal-error signatures\n")
+    out.append("`rules/signatures.toml` maps an error's `TYPE: MESSAGE` to a known cause (first match wins).\n")
+    out.append("| id | title | remedy |")
+    out.append("|---|---|---|")
+    for sig in load_signatures():
+        out.append(f"| `{sig.id}` | {sig.title} | {sig.remedy} |")
     return "\n".join(out).rstrip("\n") + "\n"

@@ -9,18 +9,23 @@ yield the same candidates (tests compare them).
 """
 from __future__ import annotations
 
+import itertools
 import re
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Iterator
 
 from forensics.parsing.envelope import split
 from forensics.parsing.spec import Pattern, PatternSet
 
-CHUNK = 16 << 20          # bytes per read on the fast path
+CHUNK = 4 << 20           # bytes per read on the fast path (small: chunks in flight bound peak memory)
 SMALL = 2 << 20           # inputs up to this size stay on the pure-Python path
 MAX_LINE = 8 << 20        # a line longer than this is cut into pieces (a 50 MB line is no reason to fail)
 RAW_LIMIT = 4000          # characters of a raw line kept as evidence
 HTTP_OK = b'HTTP/1.1" 200'
+WORKERS = 2               # threads running the RE2 keyword pass ahead of the matching thread
+LOOKAHEAD = 2             # chunks read ahead of the one being matched (bounds memory)
 
 
 @dataclass(slots=True)
@@ -55,7 +60,8 @@ class Prefilter:
 
     def __init__(self, keywords: list[str]) -> None:
         alt = "|".join(_re2_escape(k) for k in sorted(set(keywords), key=len, reverse=True))
-        self.re2_pattern = f"[^\\n]*(?:{alt})[^\\n]*"
+        self.re2_pattern = f"[^\\n]*(?:{alt})[^\\n]*"  # the whole candidate line (kept for reference)
+        self.re2_alt = alt
         # Keywords only (no `[^\n]*` around them): Python's re would backtrack over every
         # start position of a long keyword-free line, which is quadratic in its length.
         self.py_rx = re.compile("|".join(re.escape(k) for k in sorted(set(keywords), key=len, reverse=True)).encode())
@@ -75,29 +81,49 @@ class Prefilter:
             m = search(chunk, e)
 
     def arrow(self, chunk: bytes, first_line: int) -> Iterator[tuple[int, int, bytes]]:
+        n_lines, idx, pos, lines, _ = self.arrow_batch(chunk)
+        for i, p, b in zip(idx, pos, lines):
+            yield first_line + i, p, b
+
+    def arrow_batch(self, chunk: bytes, keywords: list[str] | None = None
+                    ) -> tuple[int, list[int], list[int], list[bytes], list[list[int]] | None]:
+        """One chunk through RE2 in a handful of C++ calls (they release the GIL).
+
+        Returns the number of newlines in the chunk, and for each candidate line its index in
+        the chunk, its start offset and its bytes; with `keywords`, also the indices of the
+        keywords each candidate line contains (one vectorised substring test per keyword).
+        """
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        pieces = pc.split_pattern_regex(pa.array([chunk], pa.large_binary()), self.re2_pattern)[0].values
-        if len(pieces) <= 1:
-            return
-        lens = pc.binary_length(pieces).to_pylist()
-        nls = pc.count_substring(pieces, "\n").to_pylist()
-        pos, line = 0, first_line
-        for i in range(len(lens) - 1):
-            pos += lens[i]
-            line += nls[i]
-            end = chunk.find(b"\n", pos)
-            if end < 0:
-                end = len(chunk)
-            yield line, pos, chunk[pos:end]
-            pos = end
+        arr = pa.LargeBinaryArray.from_buffers(
+            pa.large_binary(), 1, [None, pa.array([0, len(chunk)], pa.int64()).buffers()[1], pa.py_buffer(chunk)])
+        lines = pc.split_pattern(arr, "\n")[0].values  # one piece per line; n pieces = newlines + 1
+        n_newlines = len(lines) - 1
+        idx = pc.indices_nonzero(pc.match_substring_regex(lines, self.re2_alt))
+        if len(idx) == 0:
+            return n_newlines, [], [], [], [] if keywords is not None else None
+        lens = pc.add(pc.binary_length(lines), 1)
+        ends = pc.take(pc.cumulative_sum(lens), idx)
+        starts = pc.subtract(ends, pc.take(lens, idx)).to_pylist()
+        cand = pc.take(lines, idx)
+        kws = None
+        if keywords is not None:
+            kws = [[] for _ in range(len(cand))]
+            for k, kw in enumerate(keywords):
+                for i in pc.indices_nonzero(pc.match_substring(cand, kw)).to_pylist():
+                    kws[i].append(k)
+        return n_newlines, idx.to_pylist(), starts, cand.to_pylist(), kws
 
 
 def iter_chunks(stream: BinaryIO, size: int) -> Iterator[bytes]:
     """Chunks that end on a line boundary (a line longer than MAX_LINE is cut)."""
+    return _iter_chunks(stream, itertools.repeat(size))
+
+
+def _iter_chunks(stream: BinaryIO, sizes: Iterator[int]) -> Iterator[bytes]:
     carry = b""
-    while True:
+    for size in sizes:
         block = stream.read(size)
         if not block:
             if carry:
@@ -123,6 +149,8 @@ class Scanner:
         self.patterns = patterns
         self.by_keyword = patterns.by_keyword()
         self.prefilter = Prefilter(list(self.by_keyword))
+        self._keywords = list(self.by_keyword)
+        self._kw_groups = [self.by_keyword[k] for k in self._keywords]
         # Which keyword a message contains, in one search: a named group per keyword.
         self._kw_names = {f"k{i}": kw for i, kw in enumerate(self.by_keyword)}
         self._kw_rx = re.compile("|".join(f"(?P<{n}>{re.escape(kw)})" for n, kw in self._kw_names.items()))
@@ -144,55 +172,104 @@ class Scanner:
             stream: decompressed bytes of the log.
             fast: force the RE2 path (True) or the Python path (False); by default the first
                 SMALL bytes use Python and anything beyond them RE2.
+
+        On the RE2 path the keyword pass of the next chunks runs in worker threads (pyarrow
+        releases the GIL) while this thread matches the candidate lines of the current one.
         """
         line_base = 1
         fatal_seen = False
         http = self.http_after_fatal
-        first = True
-        for chunk in iter_chunks(stream, SMALL if fast is not True else CHUNK):
-            self.bytes_read += len(chunk)
-            use_arrow = fast if fast is not None else not first
-            first = False
-            finder = self.prefilter.arrow if use_arrow else self.prefilter.python
-            fatal_offset = 0 if fatal_seen else None
-            for line_no, offset, raw_bytes in finder(chunk, line_base):
-                for hit in self._match_line(raw_bytes, line_no):
-                    yield hit
-                    if not fatal_seen and hit.pattern.section == "error" and hit.pattern.event == "fatal":
-                        fatal_seen = True
-                        fatal_offset = offset + len(raw_bytes)
-            if fatal_offset is not None:
-                idx = chunk.find(HTTP_OK, fatal_offset)
-                if idx >= 0:
-                    if http.first_line is None:
-                        http.first_line = line_base + chunk.count(b"\n", 0, idx)
-                        ls = chunk.rfind(b"\n", 0, idx) + 1
-                        le = chunk.find(b"\n", idx)
-                        http.first_raw = chunk[ls: le if le >= 0 else len(chunk)].decode("utf-8", "replace")[:RAW_LIMIT]
-                    http.count += chunk.count(HTTP_OK, fatal_offset)
-            n = chunk.count(b"\n")
-            if chunk and not chunk.endswith(b"\n"):
-                n += 0 if len(chunk) > MAX_LINE else 1
-            line_base += n
-            self.lines_read = line_base - 1
+        pending: deque = deque()
+        pool = None
+        if fast is None:
+            chunks = _iter_chunks(stream, itertools.chain((SMALL,), itertools.repeat(CHUNK)))
+        else:
+            chunks = iter_chunks(stream, SMALL if fast is False else CHUNK)
+        try:
+            if fast is None:
+                first = next(chunks, None)
+                if first is not None:
+                    pending.append((first, None))
+            if fast is not False:
+                pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="forensics-scan")
+            while True:
+                while pool is not None and len(pending) < LOOKAHEAD + 1:
+                    nxt = next(chunks, None)
+                    if nxt is None:
+                        break
+                    pending.append((nxt, pool.submit(self.prefilter.arrow_batch, nxt, self._keywords)))
+                if not pending:
+                    if pool is None:
+                        nxt = next(chunks, None)
+                        if nxt is None:
+                            break
+                        pending.append((nxt, None))
+                    else:
+                        break
+                chunk, fut = pending.popleft()
+                self.bytes_read += len(chunk)
+                fatal_offset = 0 if fatal_seen else None
+                if fut is None:
+                    cands = ((line_no, offset, raw, None) for line_no, offset, raw in self.prefilter.python(chunk, line_base))
+                else:
+                    _, idx, starts, raws, kws = fut.result()
+                    cands = zip((line_base + i for i in idx), starts, raws, kws)
+                for line_no, offset, raw_bytes, kw in cands:
+                    for hit in self._match_line(raw_bytes, line_no, kw):
+                        yield hit
+                        if not fatal_seen and hit.pattern.section == "error" and hit.pattern.event == "fatal":
+                            fatal_seen = True
+                            fatal_offset = offset + len(raw_bytes)
+                if fatal_offset is not None:
+                    idx_ok = chunk.find(HTTP_OK, fatal_offset)
+                    if idx_ok >= 0:
+                        if http.first_line is None:
+                            http.first_line = line_base + chunk.count(b"\n", 0, idx_ok)
+                            ls = chunk.rfind(b"\n", 0, idx_ok) + 1
+                            le = chunk.find(b"\n", idx_ok)
+                            http.first_raw = chunk[ls: le if le >= 0 else len(chunk)].decode("utf-8", "replace")[:RAW_LIMIT]
+                        http.count += chunk.count(HTTP_OK, fatal_offset)
+                n = chunk.count(b"\n")
+                if chunk and not chunk.endswith(b"\n"):
+                    n += 0 if len(chunk) > MAX_LINE else 1
+                line_base += n
+                self.lines_read = line_base - 1
+        finally:
+            if pool is not None:
+                for _, fut in pending:
+                    if fut is not None:
+                        fut.cancel()
+                pool.shutdown(wait=True)
 
-    def _match_line(self, raw_bytes: bytes, line_no: int) -> Iterator[Hit]:
+    def _match_line(self, raw_bytes: bytes, line_no: int, kw_idx: list[int] | None = None) -> Iterator[Hit]:
         text = raw_bytes.decode("utf-8", "replace")
-        segments = text.split("\r") if "\r" in text else (text,)
+        if "\r" in text:
+            segments = text.split("\r")
+            kw_idx = None  # a keyword of the line may sit in another segment: test each one
+        else:
+            segments = (text,)
         for seg in segments:
             if not seg.strip():
                 continue
-            pats = self._patterns_for(seg)
+            if kw_idx is None:
+                pats = self._patterns_for(seg)
+            else:
+                # The keyword pass already tested each keyword on the line's bytes: an ASCII
+                # keyword is in the bytes exactly when it is in their decoded text.
+                groups = self._kw_groups
+                pats = groups[kw_idx[0]] if len(kw_idx) == 1 else [p for k in kw_idx for p in groups[k]]
             if not pats:
                 continue
             sp = split(seg)
+            message = sp.message
             raw = sp_raw = seg.rstrip("\r\n")
             if len(raw) > RAW_LIMIT:
                 sp_raw = raw[:RAW_LIMIT] + "…"
             for p in pats:
-                if p.keyword not in sp.message:
+                if p.keyword not in message:
                     continue
-                values = p.extract(sp.message)
+                values = p.extract(message)
                 if values is None:
                     continue
-                yield Hit(p, values, line_no, sp_raw, sp.message, sp.rank, sp.level, sp.time)
+                yield Hit(p, values, line_no, sp_raw, message, sp.rank, sp.level, sp.time)
+

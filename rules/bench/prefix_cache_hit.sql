@@ -1,0 +1,44 @@
+-- id: bench.prefix_cache_hit
+-- title: Requests were served from the prefix cache, not prefilled
+-- severity: warning
+-- explanation: A request's implied prefill rate (input tokens / TTFT) is higher than any GPU
+--   prefills cold prompts (prefix_cache_ceiling_tps), or many times (prefix_cache_cold_ratio) the
+--   median rate of the same run's requests of similar input length. Its prompt was mostly already
+--   in the prefix cache, so TTFT and throughput at that point overstate cold performance.
+-- remedy: Use prompts that do not repeat (random dataset with a fresh seed per point, or
+--   --random-prefix-len 0), disable prefix caching (--no-enable-prefix-caching /
+--   --disable-radix-cache) for cold numbers, or reset the cache between points.
+-- evidence: hits, max_rate_tps, ttft_ms, input_tokens
+WITH s AS (
+    SELECT max(value) FILTER (WHERE key = 'prefix_cache_ceiling_tps') AS ceiling,
+           max(value) FILTER (WHERE key = 'prefix_cache_cold_ratio') AS ratio
+    FROM rule_settings
+), r AS (
+    SELECT q.*, q.input_tokens / (q.ttft_ms / 1000.0) AS rate,
+           floor(log2(q.input_tokens)) AS bucket
+    FROM requests AS q
+    WHERE coalesce(q.success, true) AND q.input_tokens > 0 AND q.ttft_ms > 0
+), m AS (
+    SELECT run_id, bucket, median(rate) AS median_rate, count(*) AS n
+    FROM r GROUP BY run_id, bucket
+), hit AS (
+    SELECT r.*, m.median_rate
+    FROM r JOIN m USING (run_id, bucket), s
+    WHERE r.rate > s.ceiling OR (m.n >= 5 AND r.rate > s.ratio * m.median_rate)
+), ranked AS (
+    SELECT *, row_number() OVER (PARTITION BY run_id ORDER BY rate DESC, request_index) AS rn,
+           count(*) OVER (PARTITION BY run_id) AS hits
+    FROM hit
+)
+SELECT run_id,
+       hits,
+       rate AS max_rate_tps,
+       ttft_ms,
+       input_tokens,
+       format('{} request(s) imply cache hits: up to {} input tokens in TTFT {} ms = {} tokens/s prefill (median of similar prompts in this run: {} tokens/s)',
+              hits, input_tokens, round(ttft_ms, 1), round(rate)::BIGINT, round(median_rate)::BIGINT) AS message,
+       [{'file': source_file, 'line': line,
+         'raw': format('request {}: input_tokens={}, ttft_ms={}', request_index, input_tokens, round(ttft_ms, 3))}] AS evidence
+FROM ranked
+WHERE rn = 1
+ORDER BY run_id;
