@@ -66,7 +66,7 @@ def log_findings(res: "ScanResult") -> list[Finding]:
             msg += f": {root.type or ''} {root.message or ''}".rstrip()
         out.append(Finding("engine.died_after_ready", "error", "The engine died after it was ready", msg, evidence=ev))
     if res.errors and res.http_ok_after_fatal and res.http_ok_after_fatal_evidence is not None:
-        out.append(Finding("engine.dead_but_serving", "error", "HTTP 200 responses after the engine died",
+        out.append(Finding("engine.dead_but_serving", "critical", "HTTP 200 responses after the engine died",
                            f"{res.http_ok_after_fatal} HTTP 200 responses after the fatal error at line {res.errors[0].evidence.line}",
                            evidence=[res.errors[0].evidence, res.http_ok_after_fatal_evidence]))
     pre = res.runtime.get("preemptions")
