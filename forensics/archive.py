@@ -94,17 +94,29 @@ def table_columns(con: Connection, table: str) -> list[str]:
 
 
 def insert_rows(con: Connection, table: str, rows: Sequence[dict[str, Any]], run_id: str | None = None) -> int:
-    """Insert dict rows into a table through Arrow (missing keys become NULL)."""
+    """Insert dict rows into a table through Arrow (missing keys become NULL, unknown keys are ignored)."""
     if not rows:
         return 0
     import pyarrow as pa
 
     cols = table_columns(con, table)
-    data = {c: [r.get(c) if c != "run_id" or run_id is None else run_id for r in rows] for c in cols}
-    arrow = pa.table({c: pa.array(v) if any(x is not None for x in v) else pa.nulls(len(rows)) for c, v in data.items()})
+    keys: set[str] = set()
+    for r in rows:  # every key of every row: rows of one file need not share a key set
+        keys.update(r)
+    present = [c for c in cols if c in keys and not (c == "run_id" and run_id is not None)]
+    arrow = pa.table({c: pa.array([r.get(c) for r in rows]) for c in present}) if present else pa.table({"_": [0] * len(rows)})
+    select = []
+    for c in cols:
+        if c == "run_id" and run_id is not None:
+            select.append("$run_id AS run_id")
+        elif c in present:
+            select.append(f'"{c}"')
+        else:
+            select.append(f"NULL AS {c}")
     con.register("_forensics_rows", arrow)
     try:
-        con.execute(f"INSERT INTO {table} SELECT {', '.join(cols)} FROM _forensics_rows")
+        sql = f"INSERT INTO {table} SELECT {', '.join(select)} FROM _forensics_rows"
+        con.execute(sql, {"run_id": run_id} if run_id is not None else None)
     finally:
         con.unregister("_forensics_rows")
     return len(rows)

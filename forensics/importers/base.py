@@ -179,6 +179,12 @@ def naive_to_epoch(text: str | None, formats: tuple[str, ...]) -> float | None:
     """Parse a zone-less local time with the first matching format, read as UTC."""
     if not text:
         return None
+    text = text.strip()
+    try:  # fast path for `2024/01/15 10:23:45.123`-style stamps; strptime is ~40 us a call
+        t = dt.datetime.fromisoformat(text.replace("/", "-"))
+        return t.replace(tzinfo=dt.timezone.utc).timestamp() if t.tzinfo is None else t.timestamp()
+    except ValueError:
+        pass
     for fmt in formats:
         try:
             t = dt.datetime.strptime(text.strip(), fmt)

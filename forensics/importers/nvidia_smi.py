@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+from functools import lru_cache
 from typing import Any, Sequence
 
 from .base import (NOTE_LOCAL_AS_UTC, NOTE_NO_TIME, REASON_BITS, ImportResult, extra_json,
@@ -101,18 +102,34 @@ def _finish(row: dict[str, Any], reasons: dict[str, bool | None]) -> None:
         row[f"reason_{n}"] = flag if flag is not None else (None if mask is None else bool(mask & bit))
 
 
-def _csv_row(res: ImportResult, line: int, header: list[str], values: list[str],
-             note: str, base_extra: dict[str, Any]) -> None:
+@lru_cache(maxsize=64)
+def _plan(header: tuple[str, ...]) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[int, str], ...], tuple[int, ...]]:
+    """Where each column lives in a header: computed once per header, not once per row."""
     names = [_norm(h) for h in header]
     pos = {n: i for i, n in reversed(list(enumerate(names)))}
-    row: dict[str, Any] = {c: None for c in FIELDS}
-    status: dict[str, str] = {}
+    cols: list[tuple[str, int]] = []
     used: set[int] = set()
     for col, cands in FIELDS.items():
         idx = next((pos[c] for c in cands if c in pos), None)
-        if idx is None:
-            continue
-        used.add(idx)
+        if idx is not None:
+            cols.append((col, idx))
+            used.add(idx)
+    reasons: list[tuple[int, str]] = []
+    for i, n in enumerate(names):
+        suffix = n.removeprefix("clocks_event_reasons.")
+        if suffix in REASON_FIELDS and n != suffix:
+            used.add(i)
+            reasons.append((i, REASON_FIELDS[suffix]))
+    unused = tuple(i for i in range(len(header)) if i not in used)
+    return tuple(cols), tuple(reasons), unused
+
+
+def _csv_row(res: ImportResult, line: int, header: list[str], values: list[str],
+             note: str, base_extra: dict[str, Any]) -> None:
+    cols, reason_cols, unused = _plan(tuple(header))
+    row: dict[str, Any] = dict.fromkeys(FIELDS)
+    status: dict[str, str] = {}
+    for col, idx in cols:
         s, marker = _value(values[idx])
         if marker is not None:
             status[col] = marker
@@ -121,15 +138,12 @@ def _csv_row(res: ImportResult, line: int, header: list[str], values: list[str],
         else:
             row[col] = v
     reasons: dict[str, bool | None] = {}
-    for i, n in enumerate(names):
-        suffix = n.removeprefix("clocks_event_reasons.")
-        if suffix in REASON_FIELDS and n != suffix:
-            used.add(i)
-            v = values[i].strip().lower()
-            reasons[REASON_FIELDS[suffix]] = True if v == "active" else False if v == "not active" else None
+    for i, name in reason_cols:
+        v = values[i].strip().lower()
+        reasons[name] = True if v == "active" else False if v == "not active" else None
     _finish(row, reasons)
     ts = naive_to_epoch(row["ts_raw"], TS_FORMATS)
-    extra = {**base_extra, **{header[i]: values[i].strip() for i in range(len(header)) if i not in used}}
+    extra = {**base_extra, **{header[i]: values[i].strip() for i in unused}}
     res.gpu_samples.append(make_row(
         "gpu_samples", source_file=res.source, line=line, source_tool="nvidia-smi --query-gpu",
         ts_utc=ts, time_note=note if ts is not None else NOTE_NO_TIME,
