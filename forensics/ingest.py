@@ -10,11 +10,11 @@ ingests into one archive take turns on DuckDB's write lock instead of failing.
 """
 from __future__ import annotations
 
-import gzip
 import hashlib
 import io
 import json
 import os
+import re
 import tarfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -28,8 +28,6 @@ MAX_TOTAL_BYTES = 256 << 30       # and so is an archive that inflates past this
 MAX_RESULT_BYTES = 1 << 30        # result/telemetry files are read whole; larger ones are skipped
 LOG_MARKERS = (b"vllm", b"sglang", b"EngineCore", b"ServerArgs(", b"Decode batch", b"Prefill batch",
                b"KV cache", b"Traceback", b"INFO ", b"Avg prompt throughput", b"max_total_num_tokens")
-TIME_NOTE = ("log times are kept as printed (vLLM prints no year, SGLang 2024 logs only a time of day); "
-             "benchmark and telemetry times are UTC epoch as their importers note")
 
 
 @dataclass
@@ -159,20 +157,11 @@ def _tar_runs(path: Path) -> Iterator[RunSource]:
 def _head(f: RunFile, n: int = 65536) -> bytes:
     with f.opener() as fh:
         raw = fh.read(n)
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            with gzip.GzipFile(fileobj=f.opener()) as g:
-                return g.read(n)
-        except (OSError, EOFError):
-            return raw
-    if raw[:4] == b"\x28\xb5\x2f\xfd":
-        import zstandard
+    if raw[:2] == b"\x1f\x8b" or raw[:4] == b"\x28\xb5\x2f\xfd":
+        from forensics.parsing.reader import _decompress
 
-        try:
-            with zstandard.ZstdDecompressor().stream_reader(f.opener()) as z:
-                return z.read(n)
-        except zstandard.ZstdError:
-            return raw
+        with _decompress(f.opener(), f.relpath, strict=False) as z:  # a cut file still shows its head
+            return z.read(n) or raw
     return raw
 
 
@@ -217,14 +206,22 @@ def read_run(src: RunSource) -> RunData:
 
     digest = hashlib.sha256()
     files_meta = []
+    unreadable = []
     for f in sorted(src.files, key=lambda f: f.relpath):
         h = hashlib.sha256()
-        with f.opener() as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
+        try:
+            with f.opener() as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+        except OSError as exc:  # unreadable (permissions, I/O error): reported, the rest of the run is read
+            digest.update(f.relpath.encode() + b"\0unreadable")
+            unreadable.append({"file": f"{src.run_id}/{f.relpath}",
+                               "message": f"unreadable: {exc.strerror or type(exc).__name__}; file skipped"})
+            continue
         digest.update(f.relpath.encode() + b"\0" + h.digest())
         files_meta.append((f, h.hexdigest()))
     data = RunData(src, digest.hexdigest())
+    data.add("problems", unreadable)
     logs = []
     command = None
     for f, sha in files_meta:
@@ -242,8 +239,18 @@ def read_run(src: RunSource) -> RunData:
                 continue
             with f.opener() as fh:
                 raw = fh.read()
-            if raw[:2] == b"\x1f\x8b":
-                raw = gzip.decompress(raw)
+            if raw[:2] == b"\x1f\x8b" or raw[:4] == b"\x28\xb5\x2f\xfd":
+                from forensics.parsing.reader import _decompress
+
+                with _decompress(io.BytesIO(raw), file_label, strict=False) as z:  # bounded: no bomb
+                    raw = z.read(MAX_RESULT_BYTES + 1)
+                    cut = z.raw.truncated
+                if len(raw) > MAX_RESULT_BYTES:
+                    data.add("problems", [{"file": file_label,
+                                           "message": f"skipped: inflates past {MAX_RESULT_BYTES >> 20} MiB"}])
+                    continue
+                if cut:
+                    data.add("problems", [{"file": file_label, "message": cut}])
             res = imp.read(raw, file_label)
             for table in ("bench_points", "requests", "gpu_samples", "probes"):
                 data.add(table, getattr(res, table))
@@ -263,11 +270,14 @@ def read_run(src: RunSource) -> RunData:
 
             with f.opener() as fh:
                 try:
-                    stream = _decompress(fh, file_label)
+                    stream = _decompress(fh, file_label, strict=False)  # a cut .gz/.zst keeps what precedes the cut
                 except InputError as exc:
                     data.add("problems", [{"file": file_label, "message": exc.one_line()}])
                     continue
                 res = scan_stream(stream, file_label, on_runtime=keep)
+                cut = getattr(getattr(stream, "raw", None), "truncated", None)
+                if cut:
+                    data.add("problems", [{"file": file_label, "line": res.lines or None, "message": cut}])
             logs.append((f.size, res, series))
     primary = None
     if logs:
@@ -282,7 +292,8 @@ def read_run(src: RunSource) -> RunData:
             data.add("facts", _fact_rows(res))
             data.add("runtime", series)
             data.add("errors", [{"ordinal": i, "type": e.type, "message": e.message, "rank": e.rank,
-                                 "consequence": e.consequence, **e.evidence.as_dict()} for i, e in enumerate(res.errors)])
+                                 "consequence": e.consequence, "time_raw": e.time, **e.evidence.as_dict()}
+                                for i, e in enumerate(res.errors)])
             if res.http_ok_after_fatal and res.http_ok_after_fatal_evidence is not None:
                 data.add("http_after_fatal", [{"ok_count": res.http_ok_after_fatal,
                                                **res.http_ok_after_fatal_evidence.as_dict()}])
@@ -297,9 +308,67 @@ def read_run(src: RunSource) -> RunData:
         "ready_line": primary.ready.line if primary and primary.ready else None,
         "log_file": primary.source if primary else None,
         "ingested_at": datetime.now(timezone.utc).replace(tzinfo=None),
-        "time_note": TIME_NOTE,
+        "time_note": _align_clock(data),
     }
     return data
+
+
+_FULL_TS = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?$")
+_NO_YEAR_TS = re.compile(r"^(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,](\d+))?$")
+
+
+def _align_clock(data: RunData) -> str:
+    """Put log times on the UTC epoch clock where it can be done honestly; say how.
+
+    SGLang prints a full date; vLLM prints month-day only, so its year is taken from the
+    run's own benchmark or telemetry times when they exist (a run never spans a new year
+    in practice; a December log with January results is refused). Logs carry no zone:
+    they are read as UTC, as the importers read nvidia-smi and vllm bench times.
+    """
+    import calendar
+
+    stamps = [r.get("ts_end_utc") for r in data.tables.get("bench_points", [])]
+    stamps += [r.get("ts_utc") for r in data.tables.get("gpu_samples", [])[:1000]]
+    stamps = [t for t in stamps if isinstance(t, (int, float))]
+    ref = datetime.fromtimestamp(min(stamps), timezone.utc) if stamps else None
+    used = {"full": 0, "year_from_results": 0, "no_year": 0, "time_only": 0}
+
+    def convert(raw: Any) -> float | None:
+        if not isinstance(raw, str):
+            return None
+        m = _FULL_TS.match(raw)
+        if m:
+            used["full"] += 1
+            y, mo, d, h, mi, sec, frac = m.groups()
+            base = calendar.timegm((int(y), int(mo), int(d), int(h), int(mi), int(sec)))
+            return base + (float("0." + frac) if frac else 0.0)
+        m = _NO_YEAR_TS.match(raw)
+        if m:
+            mo, d, h, mi, sec, frac = m.groups()
+            if ref is None or (ref.month == 1 and int(mo) == 12):
+                used["no_year"] += 1
+                return None
+            used["year_from_results"] += 1
+            base = calendar.timegm((ref.year, int(mo), int(d), int(h), int(mi), int(sec)))
+            return base + (float("0." + frac) if frac else 0.0)
+        used["time_only"] += 1
+        return None
+
+    for table in ("runtime", "errors"):
+        for row in data.tables.get(table, []):
+            row["ts_utc"] = convert(row.get("time_raw"))
+    notes = []
+    if used["full"]:
+        notes.append(f"{used['full']} log times with a full date, read as UTC")
+    if used["year_from_results"]:
+        notes.append(f"{used['year_from_results']} vLLM log times (no year) given the year {ref.year} "
+                     "of this run's benchmark/telemetry times, read as UTC")
+    if used["no_year"]:
+        notes.append(f"{used['no_year']} vLLM log times left off the clock: no year in the log and none "
+                     "from results of the same run")
+    if used["time_only"]:
+        notes.append(f"{used['time_only']} log times without a date left off the clock")
+    return "; ".join(notes) or "no log times"
 
 
 def _read_parquet(f: RunFile, label: str, data: RunData) -> list[dict[str, Any]]:

@@ -55,6 +55,7 @@ class FatalError:
     rank: str | None = None
     kind: str = "exception"  # exception | marker
     consequence: bool = False  # a wrapper such as EngineDeadError, never the root cause
+    time: str | None = None  # the timestamp the line carried, as printed
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -78,9 +79,12 @@ class Finding:
     run: str | None = None
     evidence: list[Evidence] = field(default_factory=list)
     rule_file: str | None = None
+    # the extra result columns the rule header's `evidence:` declares, by name (JSON values);
+    # as_dict adds a "details" key only when there are some, so other findings keep their shape
+    details: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "rule": self.rule,
             "severity": self.severity,
             "run": self.run,
@@ -88,6 +92,9 @@ class Finding:
             "message": self.message,
             "evidence": [e.as_dict() for e in self.evidence],
         }
+        if self.details:
+            out["details"] = dict(self.details)
+        return out
 
 
 SEVERITIES = ("info", "warning", "error", "critical")

@@ -34,7 +34,9 @@ CREATE TABLE IF NOT EXISTS facts (
 
 -- the runtime time series: one row per periodic stats line (vLLM metrics, SGLang batch line)
 CREATE TABLE IF NOT EXISTS runtime (
-    run_id VARCHAR, file VARCHAR, line INTEGER, time_raw VARCHAR, rank VARCHAR, kind VARCHAR,
+    run_id VARCHAR, file VARCHAR, line INTEGER, time_raw VARCHAR,
+    ts_utc DOUBLE,                        -- time_raw on the UTC epoch clock when it can be done honestly (runs.time_note)
+    rank VARCHAR, kind VARCHAR,
     running DOUBLE, waiting DOUBLE, kv_usage_pct DOUBLE, token_usage DOUBLE,
     prompt_throughput DOUBLE, gen_throughput DOUBLE, values_json VARCHAR
 );
@@ -42,6 +44,7 @@ CREATE TABLE IF NOT EXISTS runtime (
 CREATE TABLE IF NOT EXISTS errors (
     run_id VARCHAR, ordinal INTEGER,      -- 0 = root cause
     type VARCHAR, message VARCHAR, rank VARCHAR, consequence BOOLEAN,
+    time_raw VARCHAR, ts_utc DOUBLE,      -- as printed; on the UTC epoch clock when it can be done honestly
     file VARCHAR, line INTEGER, raw VARCHAR
 );
 

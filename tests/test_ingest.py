@@ -212,3 +212,24 @@ def test_missing_path_and_missing_archive_are_one_line_errors(runner, tmp_path: 
     assert res.exit_code == 2 and res.output.startswith("Error: no archive at")
     res = runner.invoke(cli, ["schema"])
     assert "CREATE TABLE IF NOT EXISTS runs" in res.output
+
+
+def test_log_times_go_on_one_clock_only_where_honest(tmp_path: Path) -> None:
+    camp = make_campaign(tmp_path)
+    db = tmp_path / "a.duckdb"
+    ingest_paths(db, [camp])
+    # SGLang prints a full date: read as UTC
+    (ts, raw), = q(db, "SELECT ts_utc, time_raw FROM errors WHERE run_id='dsr1__dp8__sglang__0002' AND ordinal=0")
+    assert raw == "2025-05-26 07:48:17" and ts == 1748245697.0
+    note = q(db, "SELECT time_note FROM runs WHERE run_id='dsr1__dp8__sglang__0002'")[0][0]
+    assert "full date, read as UTC" in note
+    # vLLM prints no year; the year comes from this run's benchmark results, and the note says so
+    rows = q(db, "SELECT time_raw, ts_utc FROM runtime WHERE run_id='llama__tp1__vllm__0001' ORDER BY line LIMIT 1")
+    year = q(db, "SELECT year(to_timestamp(min(ts_end_utc))) FROM bench_points WHERE run_id='llama__tp1__vllm__0001'")[0][0]
+    import calendar
+    mo, rest = rows[0][0].split("-", 1)
+    d, hms = rest.split(" ")
+    h, mi, sec = (int(x) for x in hms.split(":"))
+    assert rows[0][1] == calendar.timegm((year, int(mo), int(d), h, mi, sec))
+    note = q(db, "SELECT time_note FROM runs WHERE run_id='llama__tp1__vllm__0001'")[0][0]
+    assert f"given the year {year}" in note
