@@ -157,7 +157,9 @@ def export_parquet(archive: str | Path, out_dir: str | Path) -> dict[str, int]:
     out = Path(out_dir)
     counts: dict[str, int] = {}
     try:
-        for table in EXPORT_TABLES:
+        existing = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        extra = ("reports",) if "reports" in existing else ()  # created by `forensics report --attach`
+        for table in EXPORT_TABLES + extra:
             target = out / table
             if table == "runs":
                 src = "SELECT *, coalesce(campaign, '__none__') AS campaign_part FROM runs"

@@ -409,5 +409,227 @@ def check(run_dirs: tuple[str, ...], archive: str | None, rule_dirs: tuple[str, 
         sys.exit(EXIT_FINDINGS)
 
 
+# --- capacity, clean-stats, gpu-summary: RUN arguments are run ids or run folders -------------
+
+class _RunArgs:
+    """RUN arguments resolved against an archive, the way `check` treats RUN_DIRs.
+
+    A RUN that exists on disk (a run folder, a campaign folder, a tar) is ingested first, into
+    `--archive` when given, else into a temporary archive; any other RUN is a run id already in
+    the archive (default forensics.duckdb). Use as a context manager: it yields itself with
+    `con` (read-only), `run_ids` and `failed` (ingest failures, reported after the output).
+    """
+
+    def __init__(self, runs: tuple[str, ...], archive: str | None) -> None:
+        self.runs, self.archive = runs, archive
+        self.tmp = None
+        self.con = None
+        self.run_ids: list[str] = []
+        self.failed: list[tuple[str, str]] = []
+
+    def __enter__(self) -> "_RunArgs":
+        import tempfile
+        from pathlib import Path
+
+        from forensics.archive import open_archive
+
+        paths = [Path(r) for r in self.runs if Path(r).exists()]
+        ids = [r for r in self.runs if not Path(r).exists()]
+        try:
+            if paths:
+                from forensics.ingest import ingest_paths
+
+                if self.archive is None:
+                    self.tmp = tempfile.TemporaryDirectory(prefix="forensics-")
+                    self.archive = str(Path(self.tmp.name) / "runs.duckdb")
+                report = ingest_paths(Path(self.archive), paths)
+                self.run_ids.extend(report.runs)
+                self.failed = list(report.failed)
+            self.archive = self.archive or "forensics.duckdb"
+            self.con = open_archive(self.archive, read_only=True)
+            known = {r for (r,) in self.con.execute("SELECT run_id FROM runs").fetchall()}
+            for rid in ids:
+                if rid not in known:
+                    raise ForensicsError(f"no run `{rid}` in {self.archive}", "not a run id there, nor a path",
+                                         hint="list runs with `forensics runs --archive FILE`, or pass a run folder")
+                self.run_ids.append(rid)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.con is not None:
+            self.con.close()
+            self.con = None
+        if self.tmp is not None:
+            self.tmp.cleanup()
+            self.tmp = None
+
+    def report_failed(self) -> None:
+        for run_id, why in self.failed:
+            click.echo(f"Error: cannot ingest {run_id}: {why}", err=True)
+        if self.failed:
+            sys.exit(EXIT_ERROR)
+
+
+_RUN_ARCHIVE_OPTION = click.option(
+    "--archive", type=click.Path(dir_okay=False),
+    help="the DuckDB archive (default: forensics.duckdb; a temporary one when only run folders are given)")
+
+
+@cli.command()
+@click.argument("runs", nargs=-1, required=True)
+@_RUN_ARCHIVE_OPTION
+@click.option("--lengths", help="comma-separated PROMPT[+OUTPUT] (K=1024, M=1024x1024); "
+              "default 1K+1K,8K+1K,32K,128K,256K,512K,1M; the run's benchmark lengths are always added")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "md"]), default="table", show_default=True)
+def capacity(runs: tuple[str, ...], archive: str | None, lengths: str | None, fmt: str) -> None:
+    """How many sequences fit at each prompt+output length, and which limit binds (seq cap | kv)."""
+    from forensics import capacity as C
+
+    try:
+        wanted = C.parse_lengths(lengths)
+        with _RunArgs(runs, archive) as ra:
+            results = [C.capacity(ra.con, rid, wanted) for rid in ra.run_ids]
+    except ForensicsError as exc:
+        _fail(exc)
+        return
+    click.echo(C.format_capacity(results, fmt), nl=False)
+    ra.report_failed()
+
+
+@cli.command("clean-stats")
+@click.argument("runs", nargs=-1, required=True)
+@_RUN_ARCHIVE_OPTION
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "md", "csv"]), default="table", show_default=True)
+@click.option("--excluded", is_flag=True, help="list the excluded requests and why, instead of the statistics")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="override a rule_settings threshold")
+def clean_stats(runs: tuple[str, ...], archive: str | None, fmt: str, excluded: bool, sets: tuple[str, ...]) -> None:
+    """TTFT, TPOT and output throughput per point without cache hits, truncated and failed requests."""
+    from forensics import cleanstats as CS
+    from forensics.rules import apply_settings, parse_setting
+
+    try:
+        overrides = dict(parse_setting(s) for s in sets)
+        with _RunArgs(runs, archive) as ra:
+            apply_settings(ra.con, overrides)
+            CS.create_views(ra.con)
+            names, rows = (CS.excluded if excluded else CS.clean_stats)(ra.con, ra.run_ids)
+    except ForensicsError as exc:
+        _fail(exc)
+        return
+    click.echo(CS.format_clean(names, rows, fmt, "excluded" if excluded else "stats"), nl=False)
+    ra.report_failed()
+
+
+@cli.command("gpu-summary")
+@click.argument("run")
+@_RUN_ARCHIVE_OPTION
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "md"]), default="table", show_default=True)
+def gpu_summary(run: str, archive: str | None, fmt: str) -> None:
+    """Per GPU in each benchmark window: max temperature, time under each clock-event reason, SM clock range."""
+    from forensics import gpusummary as G
+
+    try:
+        with _RunArgs((run,), archive) as ra:
+            results = [G.gpu_summary(ra.con, rid) for rid in ra.run_ids]
+    except ForensicsError as exc:
+        _fail(exc)
+        return
+    click.echo("\n".join(G.format_summary(r, fmt) for r in results), nl=False)
+    ra.report_failed()
+
+
+@cli.command("report")
+@click.argument("run")
+@click.option("--archive", type=click.Path(dir_okay=False),
+              help="the DuckDB archive (default: forensics.duckdb for a run id; a temporary one for a run folder)")
+@click.option("--format", "fmt", type=click.Choice(["md", "html"]), default="md", show_default=True)
+@click.option("--attach", is_flag=True, help="write diagnosis.md and diagnosis.html into the run folder and record them")
+@click.option("--out", type=click.Path(dir_okay=False), help="write the report to this file instead of stdout")
+def report_cmd(run: str, archive: str | None, fmt: str, attach: bool, out: str | None) -> None:
+    """Diagnose one run (a run id in the archive, or a run folder): verdict, timeline, findings, charts."""
+    from pathlib import Path
+
+    from forensics.archive import open_archive
+    from forensics.report import attach as A
+    from forensics.report import build_report, render_html, render_markdown
+    from forensics.rules import load_rules
+
+    try:
+        target = A.resolve(run, archive)
+        try:
+            con = open_archive(target.archive, read_only=True)
+            try:
+                run_dir = target.run_dir or A.run_dir_of(con, target.run_id)
+                rep = build_report(con, target.run_id, load_rules(), run_dir=run_dir)
+            finally:
+                con.close()
+            texts = {"md": render_markdown(rep), "html": render_html(rep)}
+            if attach:
+                if run_dir is None:
+                    raise ForensicsError(f"cannot attach: the folder of run {target.run_id} is not on this machine",
+                                         hint="pass the run folder instead of its id")
+                for f, name in (("md", "diagnosis.md"), ("html", "diagnosis.html")):
+                    path = Path(run_dir) / name
+                    path.write_text(texts[f], encoding="utf-8")
+                    if target.temporary is None:
+                        A.record(target.archive, target.run_id, f, path, rep.verdict)
+                    click.echo(f"wrote {path}", err=True)
+        finally:
+            target.close()
+    except ForensicsError as exc:
+        _fail(exc)
+        return
+    except OSError as exc:
+        _fail(ForensicsError("cannot write the report", str(exc)))
+        return
+    if out:
+        Path(out).write_text(texts[fmt], encoding="utf-8")
+        click.echo(f"wrote {out}", err=True)
+    elif not attach:
+        click.echo(texts[fmt], nl=False)
+
+
+@cli.command("diff")
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--archive", type=click.Path(dir_okay=False),
+              help="the DuckDB archive (default: forensics.duckdb; a temporary one when both are run folders)")
+def diff_cmd(run_a: str, run_b: str, archive: str | None) -> None:
+    """What changed between two launches: configuration, backends, KV capacity, slots, findings, benchmark figures."""
+    import tempfile
+    from pathlib import Path
+
+    from forensics.archive import open_archive
+    from forensics.report import attach as A
+    from forensics.report.diff import diff_sections, render_diff_markdown
+    from forensics.rules import load_rules
+
+    tmp = None
+    try:
+        if archive is None and Path(run_a).is_dir() and Path(run_b).is_dir():
+            tmp = tempfile.TemporaryDirectory(prefix="forensics-diff-")
+            archive = str(Path(tmp.name) / "diff.duckdb")
+        ta, tb = A.resolve(run_a, archive), A.resolve(run_b, archive)
+        if ta.run_id == tb.run_id:
+            raise ForensicsError(f"both runs are `{ta.run_id}`", hint="compare two different runs")
+        con = open_archive(ta.archive, read_only=True)
+        try:
+            text = render_diff_markdown(ta.run_id, tb.run_id, diff_sections(con, ta.run_id, tb.run_id, load_rules()))
+        finally:
+            con.close()
+        ta.close()
+        tb.close()
+    except ForensicsError as exc:
+        _fail(exc)
+        return
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    click.echo(text, nl=False)
+
+
 def main() -> None:  # pragma: no cover - console entry point alias
     cli()

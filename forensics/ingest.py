@@ -310,7 +310,30 @@ def read_run(src: RunSource) -> RunData:
         "ingested_at": datetime.now(timezone.utc).replace(tzinfo=None),
         "time_note": _align_clock(data),
     }
+    _redact(data)
     return data
+
+
+# Text columns that can carry a launch command or a log line, per table. Requests and GPU
+# samples are numbers and short error texts: they are not scanned (10M rows per campaign).
+_REDACT_COLUMNS = {"facts": ("value_text", "value_json", "raw"), "errors": ("message", "raw"),
+                   "http_after_fatal": ("raw",), "problems": ("raw", "message"),
+                   "bench_points": ("extra",), "probes": ("raw", "extra")}
+
+
+def _redact(data: RunData) -> None:
+    """Secrets never enter the archive, so sql, export and reports cannot leak them."""
+    from forensics.redact import MASK, redact, redact_value
+
+    for table, cols in _REDACT_COLUMNS.items():
+        for row in data.tables.get(table, []):
+            for c in cols:
+                if isinstance(row.get(c), str):
+                    row[c] = redact(row[c])
+            if table == "facts" and row.get("section") == "requested":
+                masked = redact_value(row["name"], row.get("value_text") or row.get("value_num"))
+                if masked == MASK:
+                    row.update(value_text=MASK, value_num=None, value_json=json.dumps(MASK))
 
 
 _FULL_TS = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?$")
@@ -426,6 +449,8 @@ def write_run(archive_path: Path, data: RunData, on_wait: Callable[[str], None] 
             con.execute("DELETE FROM runs WHERE run_id = ?", [rid])
             for t in RUN_TABLES:
                 con.execute(f"DELETE FROM {t} WHERE run_id = ?", [rid])
+            if con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'reports'").fetchone()[0]:
+                con.execute("DELETE FROM reports WHERE run_id = ?", [rid])  # a changed run's report is stale
             insert_rows(con, "runs", [data.run_row])
             insert_rows(con, "files", data.files, run_id=rid)
             for table, rows in data.tables.items():

@@ -10,7 +10,16 @@ SCAN_SCHEMA = "forensics.scan/1"
 
 
 def scan_dict(res: ScanResult) -> dict[str, Any]:
-    """The `forensics scan --format json` document (see docs/facts.md)."""
+    """The `forensics scan --format json` document (see docs/facts.md), secrets redacted."""
+    from forensics.redact import redact_tree, redact_value
+
+    doc = _scan_dict(res)
+    for name, fact in doc["requested"].items():
+        fact["value"] = redact_value(name, fact["value"])
+    return redact_tree(doc)  # type: ignore[return-value]
+
+
+def _scan_dict(res: ScanResult) -> dict[str, Any]:
     return {
         "schema": SCAN_SCHEMA,
         "source": res.source,
@@ -51,6 +60,12 @@ def _short(value: Any, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _secret_safe(name: str, value: Any) -> Any:
+    from forensics.redact import redact_value
+
+    return redact_value(name, value)
+
+
 def comparison_rows(res: ScanResult) -> list[list[str]]:
     rows: list[list[str]] = []
     used_req: set[str] = set()
@@ -65,7 +80,7 @@ def comparison_rows(res: ScanResult) -> list[list[str]]:
         mark = ""
         if e is not None and r.value is not None and r.value != e.value:
             mark = "≠"
-        rows.append([rk, _short(r.value), f"{r.evidence.file}:{r.evidence.line}", ek if e else "",
+        rows.append([rk, _short(_secret_safe(rk, r.value)), f"{r.evidence.file}:{r.evidence.line}", ek if e else "",
                      _short(e.value) if e else "", f"{e.evidence.line}" if e else "", mark])
     for k, e in sorted(res.effective.items()):
         if k in used_eff:
@@ -75,7 +90,7 @@ def comparison_rows(res: ScanResult) -> list[list[str]]:
     for k, r in sorted(res.requested.items()):
         if k in used_req:
             continue
-        rows.append([k, _short(r.value), f"{r.evidence.file}:{r.evidence.line}", "", "", "", ""])
+        rows.append([k, _short(_secret_safe(k, r.value)), f"{r.evidence.file}:{r.evidence.line}", "", "", "", ""])
     return rows
 
 
@@ -111,7 +126,9 @@ def scan_table(res: ScanResult, fmt: str = "simple") -> str:
         for f in res.findings:
             lines = ", ".join(f"{ev.file}:{ev.line}" for ev in f.evidence)
             out.append(f"  {f.severity:<8} {f.rule}: {f.message}  ({lines})")
-    return "\n".join(out) + "\n"
+    from forensics.redact import redact
+
+    return (redact("\n".join(out)) or "") + "\n"
 
 
 def scan_markdown(res: ScanResult) -> str:
@@ -133,7 +150,9 @@ def scan_markdown(res: ScanResult) -> str:
             out.append(f"- **{f.severity}** `{f.rule}`: {f.message}")
             for ev in f.evidence:
                 out.append(f"  - `{ev.file}:{ev.line}`: `{ev.raw[:200]}`")
-    return "\n".join(out) + "\n"
+    from forensics.redact import redact
+
+    return (redact("\n".join(out)) or "") + "\n"
 
 
 def unmatched_text(groups: list) -> str:

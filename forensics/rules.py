@@ -217,9 +217,13 @@ def load_rule(path: Path, root: Path, probe: Connection | None = None) -> Rule:
                 settings=settings)
 
 
+VIEWS_FOLDER = "views"  # rules/views/*.sql define TEMP views (clean_stats.sql), not rules
+
+
 def rule_files(root: Path) -> list[Path]:
-    """The `.sql` files under a rules folder, `<group>/<name>.sql`, sorted."""
-    return sorted(p for p in root.rglob("*.sql") if p.is_file())
+    """The `.sql` files under a rules folder, `<group>/<name>.sql`, sorted (`views/` is skipped)."""
+    return sorted(p for p in root.rglob("*.sql")
+                  if p.is_file() and p.relative_to(root).parts[0] != VIEWS_FOLDER)
 
 
 def load_rules(extra_dirs: Sequence[str | Path] = (), shipped: bool = True) -> list[Rule]:
@@ -313,6 +317,28 @@ def _evidence(items: Any) -> list[Evidence]:
     return out
 
 
+def jsonable(value: Any) -> Any:
+    """A DuckDB value as plain JSON: Decimal -> int or float, dates -> ISO text, lists and structs kept."""
+    from datetime import date, time as dtime, timedelta
+    from decimal import Decimal
+
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else None
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, (datetime, date, dtime)):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return str(value)
+
+
 def run_rule(con: Connection, rule: Rule) -> list[Finding]:
     """Run one rule; each row becomes a finding.
 
@@ -334,7 +360,8 @@ def run_rule(con: Connection, rule: Rule) -> list[Finding]:
             raise _err(f"rule {rule.id} returned a bad severity", rule.path, rule.body_line,
                        f"`{sev}` is not one of {', '.join(SEVERITIES)}")
         out.append(Finding(rule=rule.id, severity=sev, title=rule.title, message=str(rec["message"]),
-                           run=rec["run_id"], evidence=_evidence(rec["evidence"]), rule_file=str(rule.path)))
+                           run=rec["run_id"], evidence=_evidence(rec["evidence"]), rule_file=str(rule.path),
+                           details={c: jsonable(rec.get(c)) for c in rule.evidence}))
     return out
 
 
@@ -391,6 +418,10 @@ def format_check(runs: Sequence[str], findings: Sequence[Finding], fmt: str) -> 
             out.append("")
             for e in f.evidence:
                 out.append(f"- `{e.file}:{e.line}` `{e.raw}`")
+            if f.details:
+                out.append("")
+                out.append("details: " + ", ".join(f"`{k}` = {json.dumps(v, ensure_ascii=False, default=str)}"
+                                                   for k, v in f.details.items()))
             out.append("")
         return "\n".join(out) + "\n"
     from tabulate import tabulate
@@ -428,6 +459,10 @@ no rows means the rule passes. The file runs unchanged in the duckdb shell:
   from each side the rule compares (for example the `cmd.sh` line and the log line).
   Benchmark records, requests and GPU samples have no raw log line; their `raw` is a short
   `key=value` description of the record and `line` is the record's line where the importer knew it.
+- The columns named by `evidence:` travel with each finding: `forensics check --format json` puts
+  them in the finding's `details` object (`{"column": value}`, in header order), after the
+  `rule`, `severity`, `run`, `title`, `message` and `evidence` keys of the finding contract;
+  `--format md` prints them under the evidence. A finding without such columns has no `details`.
 - An optional `severity` column overrides the header's severity for that row (one of the four
   levels). The header's severity is the default and the one `forensics rules` lists.
 - Thresholds come from the `rule_settings` table, never literals in the rule.
@@ -435,8 +470,29 @@ no rows means the rule passes. The file runs unchanged in the duckdb shell:
   `rule_settings` on the read-only connection (DuckDB resolves temp before `main`); the archive
   file is not changed. Change them for good with
   `UPDATE rule_settings SET value = ... WHERE key = ...`.
+- `rules/views/` is not a rule group: its files create TEMP views (`clean_stats.sql`, read by
+  `forensics clean-stats`) and the loader skips it.
 - Each rule has `rules/<group>/<name>.cases.toml` beside it, with at least one case that fires and
   one that must not; `pytest tests/test_rule_cases.py` runs them all.
+
+## Clean statistics (`rules/views/clean_stats.sql`)
+
+`forensics clean-stats RUN...` recomputes each benchmark point that has per-request rows without
+the requests the rules flag: `failed` (success false or an error text, as `bench.failed_requests`
+counts), `truncated` (`stream.truncated`'s test and `truncated_fraction`) and `cache_hit`
+(`bench.prefix_cache_hit`'s test, `prefix_cache_ceiling_tps` and `prefix_cache_cold_ratio`); the
+first that applies, in that order, is the reason. The SQL is a file of `CREATE TEMP VIEW`
+statements, created on demand on the read-only connection (the archive is not changed, `--set`
+overrides apply, and it runs in the duckdb shell:
+`duckdb -readonly forensics.duckdb -c ".read rules/views/clean_stats.sql" -c "FROM clean_stats"`):
+
+- `clean_request_flags`: every request with `reason` (NULL = kept), `why`, its prefill rate and TPOT;
+- `clean_excluded`: the excluded requests only (`forensics clean-stats --excluded`);
+- `clean_stats`: per point the original `mean/median/p99_ttft_ms`, `..._tpot_ms` and
+  `output_throughput` next to `clean_...` recomputed over the kept requests (TPOT = (e2e - TTFT) /
+  (output tokens - 1) for requests with more than one output token; output throughput = kept
+  output tokens / the point's duration; percentiles interpolate linearly, as numpy does), with
+  the counts `requests`, `kept`, `excluded_cache_hit`, `excluded_truncated`, `excluded_failed`.
 
 ## Storing findings
 

@@ -1,6 +1,7 @@
 """Scan one engine log: hits from the scanner become facts, errors, an outcome and findings."""
 from __future__ import annotations
 
+import heapq
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,7 +11,7 @@ from forensics.model import Evidence, Fact, FatalError, Finding
 from forensics.parsing import pyrepr
 from forensics.parsing.command import LaunchCommand, parse_command
 from forensics.parsing.reader import open_log
-from forensics.parsing.scanner import Hit, Scanner
+from forensics.parsing.scanner import Hit, RuntimeBatch, Scanner
 from forensics.parsing.spec import PatternSet, load_all
 
 OUTCOMES = ("ready", "failed_startup", "crashed_after_ready", "unknown")
@@ -68,9 +69,15 @@ class ScanResult:
 class _Collector:
     """Folds hits into facts, keeping memory independent of log size."""
 
-    def __init__(self, source: str, on_runtime: Callable[[RuntimeRow], None] | None) -> None:
+    def __init__(self, source: str, on_runtime: Callable[[RuntimeRow], None] | None,
+                 on_runtime_batch: Callable[[list[RuntimeRow]], None] | None = None) -> None:
         self.source = source
         self.on_runtime = on_runtime
+        self.on_runtime_batch = on_runtime_batch
+        self.want_rows = on_runtime is not None or on_runtime_batch is not None
+        # Rows of the current chunk's other runtime hits, held until its RuntimeBatch arrives:
+        # the two are merged by line so that rows reach the callback in file order.
+        self.held_rows: list[RuntimeRow] = []
         self.sections: dict[str, dict[str, dict[str | None, Fact]]] = {
             "meta": {}, "requested": {}, "effective": {},
         }
@@ -148,19 +155,61 @@ class _Collector:
         for name, value in hit.values.items():
             self.put("meta", name, value, None, hit)
 
+    # Hits of a chunk's vectorised runtime lines arrive as one RuntimeBatch after the chunk's
+    # other hits, so everything below is independent of that order: the first serving line and
+    # each peak are the earliest line with the value (ties on one line cannot mix the two kinds).
+
     def _runtime(self, hit: Hit, units: dict[str, str | None]) -> None:
         self.runtime_rows += 1
-        if self.first_serving is None and hit.pattern.event != "warmup":
+        if hit.pattern.event != "warmup" and (self.first_serving is None or hit.line < self.first_serving.line):
             self.first_serving = self.evidence(hit)
-        if self.on_runtime is not None:
-            self.on_runtime(RuntimeRow(hit.line, hit.time, hit.rank, hit.pattern.event or hit.pattern.id, hit.values))
+        if self.want_rows:
+            self.held_rows.append(RuntimeRow(hit.line, hit.time, hit.rank, hit.pattern.event or hit.pattern.id, hit.values))
         for name, value in hit.values.items():
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 continue
             key = f"peak_{name}"
             cur = self.peaks.get(key)
-            if cur is None or value > cur.value:
+            if cur is None or value > cur.value or (value == cur.value and hit.line < cur.evidence.line):
                 self.peaks[key] = Fact(key, value, units.get(name), self.evidence(hit), hit.rank, hit.pattern.id)
+
+    def add_batch(self, batch: RuntimeBatch) -> None:
+        """The vectorised runtime hits of one chunk (see `Scanner.scan(batches=True)`)."""
+        if batch.parts:
+            self.runtime_rows += len(batch)
+            for part in batch.parts:
+                if part.pattern.engine != "any":
+                    self.engine_votes[part.pattern.engine] = self.engine_votes.get(part.pattern.engine, 0) + len(part.rel)
+            first = batch.first("warmup")
+            if first is not None:
+                hit = batch.hit_at(*first)
+                if self.first_serving is None or hit.line < self.first_serving.line:
+                    self.first_serving = self.evidence(hit)
+            for name, (value, line, _, k, i) in batch.peaks().items():
+                key = f"peak_{name}"
+                cur = self.peaks.get(key)
+                if cur is None or value > cur.value or (value == cur.value and line < cur.evidence.line):
+                    hit = batch.hit_at(k, i)
+                    p = hit.pattern
+                    unit = next((f.unit for f in p.fields if f.name == name), None)
+                    self.peaks[key] = Fact(key, value, unit, self.evidence(hit), hit.rank, p.id)
+        self.flush_rows(batch)
+
+    def flush_rows(self, batch: RuntimeBatch | None = None) -> None:
+        if not self.want_rows:
+            return
+        rows = self.held_rows
+        if batch is not None and batch.parts:
+            new = [RuntimeRow(line, ts, rank, p.event or p.id, values) for line, _, ts, rank, p, values in batch.records()]
+            rows = list(heapq.merge(rows, new, key=lambda r: r.line)) if rows else new
+        self.held_rows = []
+        if not rows:
+            return
+        if self.on_runtime_batch is not None:
+            self.on_runtime_batch(rows)
+        else:
+            for row in rows:
+                self.on_runtime(row)
 
     def _event(self, hit: Hit) -> None:
         ev = hit.pattern.event
@@ -168,7 +217,7 @@ class _Collector:
             if self.ready is None:
                 self.ready = self.evidence(hit)
         elif ev == "serving":
-            if self.first_serving is None:
+            if self.first_serving is None or hit.line < self.first_serving.line:
                 self.first_serving = self.evidence(hit)
         elif ev in ("preemption",):
             name = "preemptions"
@@ -211,6 +260,7 @@ class _Collector:
             rank=hit.rank,
             kind=kind,
             consequence=hit.pattern.consequence,
+            time=hit.time,
         )
         for seen in self.errors:
             if seen.type == err.type and seen.message == err.message:
@@ -267,13 +317,22 @@ def _outcome(c: _Collector, errors: list[FatalError]) -> str:
 
 def scan_stream(stream: BinaryIO, source: str, patterns: PatternSet | None = None,
                 on_runtime: Callable[[RuntimeRow], None] | None = None,
-                fast: bool | None = None) -> ScanResult:
-    """Scan a decompressed byte stream; see `scan_file`."""
+                fast: bool | None = None,
+                on_runtime_batch: Callable[[list[RuntimeRow]], None] | None = None) -> ScanResult:
+    """Scan a decompressed byte stream; see `scan_file`.
+
+    `on_runtime_batch`, if given, receives the stats rows as lists (in file order, one list
+    per chunk at most) instead of one `on_runtime` call per row.
+    """
     patterns = patterns or load_all()
     scanner = Scanner(patterns)
-    col = _Collector(source, on_runtime)
-    for hit in scanner.scan(stream, fast=fast):
-        col.add(hit)
+    col = _Collector(source, on_runtime, on_runtime_batch)
+    for hit in scanner.scan(stream, fast=fast, batches=True):
+        if type(hit) is RuntimeBatch:
+            col.add_batch(hit)
+        else:
+            col.add(hit)
+    col.flush_rows()
     res = ScanResult(source=source)
     res.lines = scanner.lines_read
     votes = col.engine_votes
@@ -301,7 +360,23 @@ def scan_stream(stream: BinaryIO, source: str, patterns: PatternSet | None = Non
         res.http_ok_after_fatal_evidence = Evidence(source, scanner.http_after_fatal.first_line,
                                                     scanner.http_after_fatal.first_raw or "")
     res.notes = col.notes
+    _derive(res)
     return res
+
+
+def _derive(res: ScanResult) -> None:
+    """Facts FACTS.md defines as a sum of printed values, each from one line.
+
+    SGLang prints the KV pool as `K size` + `V size` (or one `KV size` for MLA); the
+    canonical `kv_cache_gib` is their sum, only when both come from the same line and rank.
+    """
+    if "kv_cache_gib" in res.effective:
+        return
+    k, v, kv = (res.effective.get(n) for n in ("k_size_gib", "v_size_gib", "kv_size_gib"))
+    if k is not None and v is not None and k.evidence == v.evidence and k.rank == v.rank:
+        res.effective["kv_cache_gib"] = Fact("kv_cache_gib", round(k.value + v.value, 6), "GiB", k.evidence, k.rank, k.pattern)
+    elif kv is not None:
+        res.effective["kv_cache_gib"] = Fact("kv_cache_gib", kv.value, "GiB", kv.evidence, kv.rank, kv.pattern)
 
 
 def _pattern_engine(patterns: PatternSet, pid: str) -> str:

@@ -155,7 +155,8 @@ def test_check_archive_json_and_exit_codes(runner, tmp_path: Path) -> None:
     by_rule = {f["rule"]: f for f in doc["findings"]}
     f = by_rule["limits.running_below_requested"]
     assert f["message"] == "requested 64 running requests, engine allowed 25"
-    assert set(f) == {"rule", "severity", "run", "title", "message", "evidence"}
+    assert set(f) == {"rule", "severity", "run", "title", "message", "evidence", "details"}
+    assert f["details"] == {"requested": 64, "allowed": 25}  # the header's `evidence:` columns
     assert [e["file"] for e in f["evidence"]] == ["cmd.sh", "server.log"]
     assert by_rule["startup.failed"]["run"] == "r2"
     con = open_archive(db, read_only=True)  # stored, once per run and rule
@@ -192,3 +193,34 @@ def test_check_ingests_run_dirs(runner, tmp_path: Path) -> None:
     assert doc["runs"] == ["nomem__run1"]
     rules = {f["rule"] for f in doc["findings"]}
     assert "startup.failed" in rules, doc
+
+
+def test_details_carry_the_declared_columns_and_stay_optional(tmp_path: Path) -> None:
+    from forensics.model import Evidence, Finding
+
+    db = _archive(tmp_path)
+    con = open_archive(db, read_only=True)
+    try:
+        rules = load_rules()
+        findings = run_rules(con, rules)
+    finally:
+        con.close()
+    by_id = {r.id: r for r in rules}
+    for f in findings:
+        assert list(f.details) == list(by_id[f.rule].evidence)
+        json.dumps(f.as_dict())  # plain JSON values
+    hit = next(f for f in findings if f.rule == "bench.prefix_cache_hit")
+    assert hit.details == {"hits": 1, "max_rate_tps": 80000.0, "ttft_ms": 100.0, "input_tokens": 8000}
+    plain = Finding("a.b", "info", "t", "m", run="r", evidence=[Evidence("f", 1, "x")])
+    assert set(plain.as_dict()) == {"rule", "severity", "run", "title", "message", "evidence"}
+    md = __import__("forensics.rules", fromlist=["format_check"]).format_check(["r1"], [hit], "md")
+    assert "details: `hits` = 1" in md
+
+
+def test_views_folder_is_not_a_rule_group() -> None:
+    from forensics.resources import data_dir
+    from forensics.rules import rule_files
+
+    root = data_dir("rules")
+    assert (root / "views" / "clean_stats.sql").exists()
+    assert all(p.relative_to(root).parts[0] != "views" for p in rule_files(root))

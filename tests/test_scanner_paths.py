@@ -102,3 +102,63 @@ def test_line_numbers_with_carriage_returns_and_no_final_newline(monkeypatch) ->
     monkeypatch.setattr(scanner_mod, "SMALL", 257)
     for fast in (False, True, None):
         assert _hits(data, fast=fast) == want
+
+
+def _stats(prefix: str, running: int, kv: float, tail: str = "") -> str:
+    return (f"{prefix}INFO 10-10 05:00:{running % 60:02d} [loggers.py:123] Engine 000: Avg prompt throughput: 1,234.5 tokens/s, "
+            f"Avg generation throughput: 99.0 tokens/s, Running: {running} reqs, Waiting: 3 reqs, "
+            f"GPU KV cache usage: {kv}%, Prefix cache hit rate: 1.0%{tail}")
+
+
+def _mixed_log(synthetic_log: bytes) -> bytes:
+    """Stats lines that take the vectorised path and ones that cannot, with tied peaks between them."""
+    body = synthetic_log[:200_000]
+    body = body[: body.rfind(b"\n") + 1].decode()
+    extra = [
+        _stats("(APIServer pid=1) ", 70, 99.5, tail="  "),               # trailing blank: Python path
+        _stats("\x1b[32m(APIServer pid=1) ", 70, 99.5),                    # ANSI: Python path
+        _stats("(VllmWorker rank=3 pid=9) ", 70, 99.5),                    # vectorised, same peak later
+        _stats("(VllmWorkerProcess pid=77) ", 71, 12.0),
+        _stats("", 72, 100.0, tail=" é"),                                  # non-ASCII: Python path
+        _stats("(APIServer pid=1) ", 72, 100.0),                           # tie after a Python-path line
+        "INFO 04-20 17:17:49 [metrics.py:488] Avg prompt throughput: 2.2 tokens/s, Avg generation throughput: 0.2 tokens/s, "
+        "Running: 73 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 0.0%, CPU KV cache usage: 0.0%.",
+        _stats("(APIServer pid=1) ", 5, 1.0).replace("Waiting: 3 reqs", "Waiting: 99999999999999999999 reqs"),
+        "docker-svc-1  | " + _stats("(APIServer pid=1) ", 6, 2.0),       # compose prefix: Python path
+        _stats("(APIServer pid=1) ", 74, 101.0),                           # vectorised peak first,
+        _stats("(APIServer pid=1) ", 74, 101.0, tail=" "),                 # then a tie on the Python path
+    ]
+    lines = body.splitlines()
+    step = max(1, len(lines) // (len(extra) + 1))
+    for k, line in enumerate(extra):
+        lines.insert((k + 1) * step, line)
+    return ("\n".join(lines) + "\n").encode()
+
+
+@pytest.mark.parametrize("chunk", [1000, 4 << 20])
+def test_scan_results_and_rows_agree_across_paths(monkeypatch, synthetic_log: bytes, chunk: int) -> None:
+    """Facts, peaks with their evidence, errors, outcome and every runtime row, in order."""
+    from forensics.scan import scan_stream
+
+    data = _mixed_log(synthetic_log)
+    monkeypatch.setattr(scanner_mod, "CHUNK", chunk)
+    monkeypatch.setattr(scanner_mod, "SMALL", chunk)
+    out = []
+    for fast in (False, True, None):
+        rows: list = []
+        batched: list = []
+        res = scan_stream(io.BytesIO(data), "x.log", on_runtime=rows.append, fast=fast)
+        res2 = scan_stream(io.BytesIO(data), "x.log", on_runtime_batch=batched.extend, fast=fast)
+        assert repr(res) == repr(res2) and rows == batched
+        out.append((repr(res), rows))
+    assert out[0] == out[1] == out[2]
+    res_rows = out[0][1]
+    assert [r.line for r in res_rows] == sorted(r.line for r in res_rows)
+    assert any(r.rank == "VllmWorker rank=3" for r in res_rows) and any(r.rank == "VllmWorkerProcess pid=77" for r in res_rows)
+
+
+def test_vectorised_path_is_taken_for_vllm_stats(synthetic_log: bytes) -> None:
+    sc = Scanner(load_all())
+    batches = [b for b in sc.scan(io.BytesIO(synthetic_log), fast=True, batches=True)
+               if isinstance(b, scanner_mod.RuntimeBatch)]
+    assert sum(len(b) for b in batches) > 1000

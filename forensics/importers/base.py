@@ -136,9 +136,13 @@ def to_float(v: Any) -> float | None:
     return None
 
 
+INT64_MAX = 2**63 - 1
+
+
 def to_int(v: Any) -> int | None:
+    """A whole number that fits the archive's BIGINT columns, or None."""
     f = to_float(v)
-    return int(f) if f is not None and f == int(f) else None
+    return int(f) if f is not None and f == int(f) and abs(f) < INT64_MAX else None
 
 
 def scaled(v: Any, factor: float) -> float | None:

@@ -101,7 +101,8 @@ def read(data: bytes, source: str) -> ImportResult:
             st = rows[key] = _new_row(res, lineno, labels)
             order.append(st)
         if m.group("ts"):
-            st["ts"] = int(m.group("ts")) / 1000.0
+            ts = to_float(m.group("ts"))  # not int(): over 4300 digits raises; absurd ones become None
+            st["ts"] = ts / 1000.0 if ts is not None else None
         if col is None:
             st["other"][name] = value
         elif value is None or _blank(value):

@@ -66,7 +66,7 @@ def _salvage_array(text: str, pos: int) -> tuple[list[Any], int]:
         p = _WS.match(text, p).end()
         try:
             value, p = _DECODER.raw_decode(text, p)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return items, p
         items.append(value)
         p = _WS.match(text, p).end()
@@ -90,6 +90,10 @@ def read_values(data: bytes, source: str) -> tuple[list[JsonRecord], list[dict]]
         try:
             value, pos = _DECODER.raw_decode(text, pos)
             records.append(JsonRecord(index, start_line, value))
+        except RecursionError:  # nesting deeper than the decoder's recursion limit
+            problems.append(problem(source, start_line, f"record {index}: JSON nested too deep to read",
+                                    index, lines.raw(pos)))
+            pos = _resume(text, pos)
         except json.JSONDecodeError as exc:
             err_line = lines.line_of(exc.pos)
             if text[pos] == "[":

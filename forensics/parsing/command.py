@@ -40,7 +40,7 @@ def _coerce(text: str) -> Any:
     if text[:1] in "{[":
         try:
             return json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than json can read
             return text
     low = text.lower()
     if low in ("true", "false"):

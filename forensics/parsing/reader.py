@@ -6,8 +6,9 @@ import io
 import os
 import stat
 import sys
+import zlib
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from forensics.errors import InputError
 
@@ -49,15 +50,105 @@ def open_log(path: str | os.PathLike[str]) -> tuple[BinaryIO, str]:
     return _decompress(fh, name), name
 
 
-def _decompress(fh: BinaryIO, name: str) -> BinaryIO:
+ZSTD_FEED = 4096  # compressed bytes per zstd step: bounds what one step can inflate to (~128 MiB)
+
+
+class _ZstdFrames:
+    """Decompresses concatenated zstd frames; a stream that stops inside a frame raises EOFError."""
+
+    def __init__(self, fh: BinaryIO) -> None:
+        import zstandard  # lazy: only .zst inputs pay for it
+
+        self.fh, self.dctx = fh, zstandard.ZstdDecompressor()
+        self.obj = self.dctx.decompressobj()
+        self.in_frame = False
+        self.buf = bytearray()
+        self.done = False
+        self.cut = False
+
+    def read(self, n: int) -> bytes:
+        while len(self.buf) < n and not self.done:
+            chunk = self.fh.read(ZSTD_FEED)
+            if not chunk:
+                self.done = True
+                self.cut = self.in_frame
+                break
+            while chunk:
+                if self.obj.eof:
+                    self.obj = self.dctx.decompressobj()
+                self.in_frame = True
+                self.buf += self.obj.decompress(chunk)
+                chunk = self.obj.unused_data if self.obj.eof else b""
+                if self.obj.eof:
+                    self.in_frame = False
+        if not self.buf and self.cut:  # deliver what came before the cut first
+            raise EOFError("the zstd frame ends before its end mark")
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+class _Guarded(io.RawIOBase):
+    """Decompressed bytes of a log; a truncated or corrupt compressed stream is caught at the cut.
+
+    strict: the cut raises InputError (`forensics scan`: one-line error). Otherwise the stream
+    ends at the cut and `truncated` holds a one-line note (ingest keeps what was read).
+    """
+
+    def __init__(self, inner: Any, name: str, kind: str, strict: bool) -> None:
+        self.inner, self.name, self.kind, self.strict = inner, name, kind, strict
+        self.truncated: str | None = None
+        self.delivered = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if self.truncated:
+            return 0
+        try:
+            data = self.inner.read1(len(b)) if hasattr(self.inner, "read1") else self.inner.read(len(b))
+        except (EOFError, OSError, zlib.error) as exc:
+            self._cut(exc)
+            return 0
+        except Exception as exc:  # noqa: BLE001 - zstandard.ZstdError and friends
+            if type(exc).__module__.split(".")[0] != "zstandard":
+                raise
+            self._cut(exc)
+            return 0
+        n = len(data)
+        b[:n] = data
+        self.delivered += n
+        return n
+
+    def _cut(self, exc: BaseException) -> None:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        self.truncated = (f"{self.name}: truncated or corrupt {self.kind} data after {self.delivered} "
+                          f"bytes of log ({reason}); facts up to the cut are kept")
+        if self.strict:
+            raise InputError(f"{self.name} is a truncated or corrupt {self.kind} file",
+                             f"decompression failed after {self.delivered} bytes of log ({reason})",
+                             hint=f"recover the readable part with `{'zcat' if self.kind == 'gzip' else 'zstdcat'} "
+                                  f"{self.name} > part.log` and scan that") from None
+
+    def close(self) -> None:
+        try:
+            self.inner.close()
+        finally:
+            super().close()
+
+
+def _decompress(fh: BinaryIO, name: str, strict: bool = True) -> BinaryIO:
     buffered = fh if isinstance(fh, io.BufferedReader) else io.BufferedReader(fh)  # type: ignore[arg-type]
     head = buffered.peek(16)[:16]
     if head.startswith(GZIP_MAGIC):
-        return gzip.GzipFile(fileobj=buffered, mode="rb")  # type: ignore[return-value]
+        gz = gzip.GzipFile(fileobj=buffered, mode="rb")
+        return io.BufferedReader(_Guarded(gz, name, "gzip", strict), 1 << 20)  # type: ignore[return-value]
     if head.startswith(ZSTD_MAGIC):
-        import zstandard  # lazy: only .zst inputs pay for it
-
-        return zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)  # type: ignore[return-value]
+        return io.BufferedReader(_Guarded(_ZstdFrames(buffered), name, "zstd", strict), 1 << 20)  # type: ignore[return-value]
     for magic in BINARY_MAGIC:
         if head.startswith(magic):
             raise InputError(f"{name} is not a text log", f"it starts like a binary file ({magic!r})",
