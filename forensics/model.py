@@ -106,3 +106,22 @@ def severity_rank(severity: str) -> int:
         return SEVERITIES.index(severity)
     except ValueError:
         return 1
+
+
+# Requested argument (vLLM and SGLang spellings) -> the effective fact it should become;
+# the scan table and the report put each pair side by side and mark a mismatch.
+REQUESTED_TO_EFFECTIVE = (
+    ("max_num_seqs", "max_running_requests"),
+    ("max_running_requests", "max_running_requests"),
+    ("max_model_len", "context_len"),
+    ("context_length", "context_len"),
+    ("max_num_batched_tokens", "max_num_batched_tokens"),
+    ("chunked_prefill_size", "chunked_prefill_size"),
+    ("max_total_tokens", "kv_cache_tokens"),
+    ("kv_cache_dtype", "kv_cache_dtype"),
+    ("attention_backend", "attention_backend"),
+    ("block_size", "block_size"),
+    ("enforce_eager", "enforce_eager"),
+    ("cuda_graph_max_bs", "cuda_graph_max_bs"),
+    ("max_mamba_cache_size", "state_slots"),
+)

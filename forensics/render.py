@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from forensics.model import REQUESTED_TO_EFFECTIVE
 from forensics.scan import ScanResult
 
 SCAN_SCHEMA = "forensics.scan/1"
@@ -39,20 +40,7 @@ def scan_json(res: ScanResult) -> str:
     return json.dumps(scan_dict(res), indent=2, ensure_ascii=False, default=str)
 
 
-# Requested argument names that correspond to an effective fact, per engine.
-PAIRS = [
-    ("max_num_seqs", "max_running_requests"),
-    ("max_running_requests", "max_running_requests"),
-    ("max_model_len", "context_len"),
-    ("context_length", "context_len"),
-    ("max_num_batched_tokens", "max_num_batched_tokens"),
-    ("chunked_prefill_size", "chunked_prefill_size"),
-    ("max_total_tokens", "kv_cache_tokens"),
-    ("kv_cache_dtype", "kv_cache_dtype"),
-    ("attention_backend", "attention_backend"),
-    ("block_size", "block_size"),
-    ("enforce_eager", "enforce_eager"),
-]
+PAIRS = REQUESTED_TO_EFFECTIVE
 
 
 def _short(value: Any, width: int = 60) -> str:

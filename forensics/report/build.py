@@ -11,6 +11,7 @@ import gzip
 from pathlib import Path
 from typing import Any, Sequence
 
+from forensics.model import REQUESTED_TO_EFFECTIVE
 from forensics.archive import Connection, query
 from forensics.errors import ForensicsError
 from forensics.model import Finding, severity_rank
@@ -23,21 +24,7 @@ MAX_RAW = 220
 MAX_EVIDENCE = 6
 THROTTLE_REASONS = ("hw_slowdown", "sw_thermal", "hw_thermal", "hw_power_brake", "sw_power_cap")
 
-# Requested argument -> the effective fact it should become (vLLM and SGLang names).
-PAIRS = [
-    ("max_num_seqs", "max_running_requests"),
-    ("max_running_requests", "max_running_requests"),
-    ("max_model_len", "context_len"),
-    ("context_length", "context_len"),
-    ("max_num_batched_tokens", "max_num_batched_tokens"),
-    ("chunked_prefill_size", "chunked_prefill_size"),
-    ("max_total_tokens", "kv_cache_tokens"),
-    ("kv_cache_dtype", "kv_cache_dtype"),
-    ("attention_backend", "attention_backend"),
-    ("block_size", "block_size"),
-    ("cuda_graph_max_bs", "cuda_graph_max_bs"),
-    ("max_mamba_cache_size", "state_slots"),
-]
+PAIRS = REQUESTED_TO_EFFECTIVE
 
 # Launch milestones: (label, effective fact names that prove it, in order of preference).
 MILESTONES = [
