@@ -11,6 +11,9 @@ noisy), as the median of N runs, and reported as a ratio:
 
     python bench/run.py            # 64M, 256M, 1G; peak RSS on 4G if the disk allows
     python bench/run.py --quick    # 16M, 64M, 256M; peak RSS on 1G
+
+Only the sections above are rewritten; other sections of the output file (other benchmarks'
+results) are kept after them.
 """
 from __future__ import annotations
 
@@ -101,6 +104,20 @@ def growth(xs: list[float], sizes: list[int]) -> str:
     return "; ".join(parts)
 
 
+OWN_SECTIONS = ("## Machine", "## Scan time", "## Peak memory", "## Startup")
+
+
+def keep_other_sections(old: str, new: str) -> str:
+    """`new` followed by the sections of `old` that this script does not write (other benchmarks')."""
+    keep, on = [], False
+    for line in old.splitlines():
+        if line.startswith("## "):
+            on = not line.startswith(OWN_SECTIONS)
+        if on:
+            keep.append(line)
+    return new.rstrip("\n") + ("\n\n" + "\n".join(keep).rstrip("\n") + "\n" if keep else "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="16M/64M/256M and peak RSS on 1G")
@@ -186,7 +203,11 @@ def main() -> None:
     for name in ("forensics --help", "forensics scan (small log)"):
         out.append(f"| `{name}` | {st[name][0]:.3f} | {base:.3f} | {st[name][0] / base:.1f}x |")
     out += ["", f"The small log is `{SMALL_LOG.relative_to(ROOT)}` ({SMALL_LOG.stat().st_size:,} bytes).", ""]
-    Path(args.out).write_text("\n".join(out))
+    target = Path(args.out)
+    text = "\n".join(out)
+    if target.exists():
+        text = keep_other_sections(target.read_text(), text)
+    target.write_text(text)
     print(f"wrote {args.out}")
 
 
