@@ -18,10 +18,16 @@ WITH hot AS (
 ), runs_with_win AS (
     SELECT DISTINCT run_id FROM win
 ), s AS (
-    SELECT g.*, w.point_index, w.source_file AS b_file, w.line AS b_line, w.run_id IS NOT NULL AS windowed
+    -- only the columns used: gpu_samples rows are many (5M in a 1,000-run campaign)
+    SELECT g.run_id, g.source_file, g.line, g.gpu_index, g.ts_utc, g.temperature_c, g.sm_clock_mhz,
+           g.reason_hw_slowdown, g.reason_sw_thermal, g.reason_hw_thermal, g.reason_hw_power_brake,
+           g.reason_sw_power_cap,
+           w.point_index, w.source_file AS b_file, w.line AS b_line, w.run_id IS NOT NULL AS windowed
     FROM gpu_samples AS g
     LEFT JOIN win AS w ON w.run_id = g.run_id AND g.ts_utc BETWEEN w.t0 AND w.t1
     WHERE w.run_id IS NOT NULL OR g.run_id NOT IN (SELECT run_id FROM runs_with_win)
+), tot AS (
+    SELECT run_id, count(*) AS samples, bool_or(windowed) AS windowed FROM s GROUP BY run_id
 ), t AS (
     SELECT s.*,
            -- list_distinct drops the NULLs (no lambdas: they changed syntax across DuckDB versions)
@@ -31,22 +37,24 @@ WITH hot AS (
                                     CASE WHEN reason_hw_power_brake THEN 'hw_power_brake' END,
                                     CASE WHEN reason_sw_power_cap THEN 'sw_power_cap' END])) AS why
     FROM s
+    WHERE coalesce(reason_hw_slowdown OR reason_sw_thermal OR reason_hw_thermal OR reason_hw_power_brake
+                   OR reason_sw_power_cap, false)
 ), agg AS (
-    SELECT run_id,
-           count(*) FILTER (WHERE len(why) > 0) AS throttled_samples,
-           count(*) AS samples,
+    SELECT t.run_id,
+           count(*) AS throttled_samples,
+           any_value(tot.samples) AS samples,
            list_sort(list_distinct(flatten(list(why)))) AS reasons,
-           max(temperature_c) FILTER (WHERE len(why) > 0) AS max_temperature_c,
-           list_sort(list_distinct(list(gpu_index) FILTER (WHERE len(why) > 0))) AS gpus,
-           bool_or(windowed) AS windowed,
+           max(temperature_c) AS max_temperature_c,
+           list_sort(list_distinct(list(gpu_index))) AS gpus,
+           any_value(tot.windowed) AS windowed,
            (list({'file': source_file, 'line': line,
                   'raw': format('gpu {} at {}: {} (temp {} C, sm clock {} MHz)', gpu_index, ts_utc,
                                 array_to_string(why, ','), temperature_c, sm_clock_mhz)}
-                 ORDER BY ts_utc, gpu_index) FILTER (WHERE len(why) > 0))[1:3] AS sample_ev,
+                 ORDER BY ts_utc, gpu_index))[1:3] AS sample_ev,
            list_distinct(list({'file': b_file, 'line': b_line, 'raw': format('bench point {} window', point_index)})
-                         FILTER (WHERE len(why) > 0 AND b_file IS NOT NULL)) AS point_ev
-    FROM t
-    GROUP BY run_id
+                         FILTER (WHERE b_file IS NOT NULL)) AS point_ev
+    FROM t JOIN tot USING (run_id)
+    GROUP BY t.run_id
 )
 SELECT a.run_id,
        a.throttled_samples,

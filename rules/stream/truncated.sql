@@ -11,7 +11,9 @@
 WITH thr AS (
     SELECT value AS frac FROM rule_settings WHERE key = 'truncated_fraction'
 ), req AS (
-    SELECT q.*, b.random_output_len, b.source_file AS b_file, b.line AS b_line
+    -- only the columns used: requests rows are many (10M in a 1,000-run campaign)
+    SELECT q.run_id, q.source_file, q.line, q.point_index, q.request_index, q.output_tokens, q.finish_reason,
+           q.output_chars, b.random_output_len, b.source_file AS b_file, b.line AS b_line
     FROM requests AS q
     LEFT JOIN bench_points AS b
       ON b.run_id = q.run_id AND b.point_index = q.point_index AND b.source_file = q.source_file
