@@ -233,3 +233,22 @@ def test_log_times_go_on_one_clock_only_where_honest(tmp_path: Path) -> None:
     assert rows[0][1] == calendar.timegm((year, int(mo), int(d), h, mi, sec))
     note = q(db, "SELECT time_note FROM runs WHERE run_id='llama__tp1__vllm__0001'")[0][0]
     assert f"given the year {year}" in note
+
+
+def test_sampler_parquet_lands_in_gpu_samples_and_feeds_gpu_throttled(runner, tmp_path: Path) -> None:
+    run = tmp_path / "camp" / "run-gpu"
+    run.mkdir(parents=True)
+    shutil.copy(VLLM_LOG, run / "server.log")
+    fleet = FIXTURES / "nvml" / "l4rz-3-sw-power-cap-a100.toml"
+    res = runner.invoke(cli, ["sample", "--fake-fleet", str(fleet), "--interval", "100ms",
+                              "--out", str(run / "gpu.parquet"), "--", "sleep", "0.5"])
+    assert res.exit_code == 0, res.output
+    db = tmp_path / "a.duckdb"
+    ingest_paths(db, [run.parent])
+    assert q(db, "SELECT kind FROM files WHERE path LIKE '%gpu.parquet'") == [("parquet",)]
+    n, throttled = q(db, "SELECT count(*), count(*) FILTER (WHERE reason_sw_power_cap) FROM gpu_samples")[0]
+    assert n > 0 and throttled > 0
+    out = runner.invoke(cli, ["check", "--archive", str(db), "--format", "json", "--fail-on", "critical"])
+    assert out.exit_code == 0, out.output
+    rules = {f["rule"] for f in json.loads(out.output)["findings"]}
+    assert "gpu.throttled" in rules
