@@ -19,7 +19,7 @@ RUNS = {
     "clean-vllm": ("vllm/07_v1-engine000-metrics-kv-usage-climb.log", "vllm serve m --max-num-seqs 256\n", set()),
     "clean-sglang": ("sglang/07_l40s-llama-startup-kv-pool.log", None, set()),
     "startup-negative-kv": ("vllm/02_gptoss120b-negative-kv-memory.log", None,
-                            {"kv.no_memory:error", "startup.failed:error"}),
+                            {"kv.no_memory:error", "startup.failed:error", "backend.fallback:warning"}),
     "crash-oom": ("vllm/20_2026-runtime-cuda-oom-asyncllm-output-handler.log", None, {"engine.died_after_ready:error"}),
     "dead-serving": ("sglang/04_dp-scheduler-crash-health-generate-still-200.log", None,
                      {"engine.dead_but_serving:critical", "engine.died_after_ready:error"}),
