@@ -9,7 +9,8 @@ A target fails when a parser raises, breaks an invariant (a problem without file
 row with unknown columns) or takes longer than SLOW_S on one input. Failures do not stop
 the run: each distinct one (by exception type and innermost forensics frame) is saved as
 OUT/TARGET/crash-<hash>.bin with its traceback in .txt, and the run goes on. Every few
-seconds and at the end OUT/TARGET/stats.json holds the executions and failures so far.
+seconds OUT/TARGET/stats.json holds the executions and failures so far; libFuzzer's closing
+`Done N runs in S second(s)` line is the exact total.
 The working corpus starts from the repository fixtures (cut to MAX_LEN bytes).
 """
 from __future__ import annotations
@@ -26,7 +27,10 @@ import time
 import traceback
 from pathlib import Path
 
-import atheris
+try:
+    import atheris
+except ImportError:  # not a project dependency: only this tool needs it
+    sys.exit("fuzz/run.py needs atheris (libFuzzer for Python): pip install atheris")
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_LEN = 16384

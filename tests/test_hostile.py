@@ -24,13 +24,17 @@ from .conftest import CORPUS, FIXTURES
 
 HOSTILE = FIXTURES / "hostile"
 STARTUP = CORPUS / "vllm" / "02_gptoss120b-negative-kv-memory.log"
-# what the real startup log yields: (value, line) of each effective fact, and its error line
-STARTUP_FACTS = {"weights_gib": (65.9651, 2), "weights_load_s": (12.799889, 2), "dynamo_transform_s": (5.55, 4),
-                 "torch_compile_s": (5.55, 6), "kv_cache_gib": (-2.14, 7)}
 
 
 def _facts(res, shift: int = 0) -> dict:
     return {k: (f.value, f.evidence.line - shift) for k, f in res.effective.items()}
+
+
+# What the clean startup log yields, (value, line) per effective fact: a damaged copy must
+# give the same (computed, so that a new pattern does not break the catalogue).
+STARTUP_FACTS = _facts(scan_file(STARTUP))
+assert {k: STARTUP_FACTS[k] for k in ("weights_gib", "kv_cache_gib")} == {
+    "weights_gib": (65.9651, 2), "kv_cache_gib": (-2.14, 7)}
 
 
 def q(db: Path, sql: str):
@@ -72,8 +76,8 @@ def test_truncated_compressed_log_keeps_its_facts_in_ingest(tmp_path: Path, name
     db = tmp_path / "a.duckdb"
     rep = ingest_paths(db, [run])
     assert rep.added == ["r1"] and rep.failed == []
-    facts = dict(q(db, "SELECT name, value_num FROM facts WHERE section = 'effective'"))
-    assert facts == {k: v for k, (v, _) in STARTUP_FACTS.items()}
+    facts = dict(q(db, "SELECT name, value_json FROM facts WHERE section = 'effective'"))
+    assert facts == {k: json.dumps(v) for k, (v, _) in STARTUP_FACTS.items()}
     [(file, line, message)] = q(db, "SELECT file, line, message FROM problems")
     kind, reason, after, lines = (("gzip", "Compressed file ended before the end-of-stream marker was reached", 136184, 1994)
                                   if name.endswith(".gz") else
@@ -226,7 +230,8 @@ def test_unreadable_file_is_a_problem_and_the_run_still_reads(tmp_path: Path) ->
                                              RunFile("secret.json", 10, denied)])
     data = read_run(src)
     assert data.tables["problems"] == [{"file": "r1/secret.json", "message": "unreadable: Permission denied; file skipped"}]
-    assert len(data.tables["facts"]) == 5 and data.run_row["outcome"] == "failed_startup"
+    clean = read_run(RunSource("r1", "camp", str(run), src.files[:1]))
+    assert data.tables["facts"] == clean.tables["facts"] and data.run_row["outcome"] == "failed_startup"
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="runs as root: chmod 000 does not stop root from reading")

@@ -7,6 +7,7 @@ import os
 import stat
 import sys
 import zlib
+from collections import deque
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -50,7 +51,7 @@ def open_log(path: str | os.PathLike[str]) -> tuple[BinaryIO, str]:
     return _decompress(fh, name), name
 
 
-ZSTD_FEED = 4096  # compressed bytes per zstd step: bounds what one step can inflate to (~128 MiB)
+ZSTD_FEED = 16384  # compressed bytes per zstd step: bounds what one step can inflate to (512 MiB)
 
 
 class _ZstdFrames:
@@ -60,14 +61,15 @@ class _ZstdFrames:
         import zstandard  # lazy: only .zst inputs pay for it
 
         self.fh, self.dctx = fh, zstandard.ZstdDecompressor()
-        self.obj = self.dctx.decompressobj()
+        self.obj = self.dctx.decompressobj(write_size=1 << 20)
         self.in_frame = False
-        self.buf = bytearray()
+        self.pending: deque[bytes] = deque()  # decompressed pieces not handed out yet
+        self.off = 0  # how much of pending[0] was handed out
         self.done = False
         self.cut = False
 
     def read(self, n: int) -> bytes:
-        while len(self.buf) < n and not self.done:
+        while not self.pending and not self.done:
             chunk = self.fh.read(ZSTD_FEED)
             if not chunk:
                 self.done = True
@@ -75,17 +77,25 @@ class _ZstdFrames:
                 break
             while chunk:
                 if self.obj.eof:
-                    self.obj = self.dctx.decompressobj()
+                    self.obj = self.dctx.decompressobj(write_size=1 << 20)
                 self.in_frame = True
-                self.buf += self.obj.decompress(chunk)
+                out = self.obj.decompress(chunk)
+                if out:
+                    self.pending.append(out)
                 chunk = self.obj.unused_data if self.obj.eof else b""
                 if self.obj.eof:
                     self.in_frame = False
-        if not self.buf and self.cut:  # deliver what came before the cut first
-            raise EOFError("the zstd frame ends before its end mark")
-        out = bytes(self.buf[:n])
-        del self.buf[:n]
-        return out
+        if not self.pending:
+            if self.cut:  # raised only once what came before the cut was handed out
+                raise EOFError("the zstd frame ends before its end mark")
+            return b""
+        head, off = self.pending[0], self.off
+        if len(head) - off <= n:
+            self.pending.popleft()
+            self.off = 0
+            return head[off:] if off else head
+        self.off = off + n
+        return head[off:off + n]
 
     def close(self) -> None:
         self.fh.close()
