@@ -25,6 +25,7 @@ from forensics.errors import ForensicsError, InputError
 
 MAX_MEMBER_BYTES = 8 << 30        # a tar member larger than this is refused (decompression bombs)
 MAX_TOTAL_BYTES = 256 << 30       # and so is an archive that inflates past this in total
+MAX_RUN_BYTES = 4 << 30           # a run read from a tar is held in memory: its files together stay below this
 MAX_RESULT_BYTES = 1 << 30        # result/telemetry files are read whole; larger ones are skipped
 LOG_MARKERS = (b"vllm", b"sglang", b"EngineCore", b"ServerArgs(", b"Decode batch", b"Prefill batch",
                b"KV cache", b"Traceback", b"INFO ", b"Avg prompt throughput", b"max_total_num_tokens")
@@ -121,6 +122,7 @@ def _tar_runs(path: Path) -> Iterator[RunSource]:
     devices are skipped. Members of one run must be contiguous (tar writes folders so).
     """
     total = 0
+    run_bytes = 0
     current: RunSource | None = None
     try:
         tf = _open_tar(path)
@@ -142,6 +144,12 @@ def _tar_runs(path: Path) -> Iterator[RunSource]:
                 if current is not None:
                     yield current
                 current = RunSource(run_id, campaign, f"{path}!{key}")
+                run_bytes = 0
+            run_bytes += m.size
+            if run_bytes > MAX_RUN_BYTES:
+                raise InputError(f"{path}: run {run_id} holds more than {MAX_RUN_BYTES >> 30} GiB",
+                                 "runs inside a tar are read into memory, never extracted",
+                                 hint="extract the archive and ingest the folder instead")
             fh = tf.extractfile(m)
             data = fh.read() if fh is not None else b""
             current.files.append(RunFile(p.name, len(data), (lambda data=data: io.BytesIO(data))))

@@ -340,3 +340,22 @@ def test_scan_json_does_not_leak_hf_tokens(runner, tmp_path: Path) -> None:
     doc = json.loads(res.output)
     assert doc["errors"]  # the line with the token is in the output, so redaction is what is tested
     assert token not in res.output and "AbCdEfGh" not in res.output
+
+
+def test_a_run_too_big_for_memory_inside_a_tar_is_refused(tmp_path: Path, monkeypatch) -> None:
+    import io as _io
+    import tarfile as _tarfile
+
+    import forensics.ingest as ingest_mod
+    from forensics.errors import InputError
+
+    out = tmp_path / "big-run.tar"
+    with _tarfile.open(out, "w") as tf:
+        for i in range(3):
+            data = b"INFO 01-01 00:00:00 [x.py:1] line\n" * 2000
+            info = _tarfile.TarInfo(f"camp/run1/part{i}.log")
+            info.size = len(data)
+            tf.addfile(info, _io.BytesIO(data))
+    monkeypatch.setattr(ingest_mod, "MAX_RUN_BYTES", 100_000)
+    with pytest.raises(InputError, match="run run1 holds more than"):
+        ingest_mod.ingest_paths(tmp_path / "a.duckdb", [out])
