@@ -15,6 +15,8 @@ from forensics.parsing.scanner import Hit, RuntimeBatch, Scanner
 from forensics.parsing.spec import PatternSet, load_all
 
 OUTCOMES = ("ready", "failed_startup", "crashed_after_ready", "unknown")
+# Runtime rows that do not prove the server was serving: warm-up batches, kernel compilation.
+NOT_SERVING = ("warmup", "compile")
 _RANK_NUM = re.compile(r"\d+")
 
 # vLLM prints the requested max_model_len as max_seq_len in its engine config line.
@@ -161,7 +163,7 @@ class _Collector:
 
     def _runtime(self, hit: Hit, units: dict[str, str | None]) -> None:
         self.runtime_rows += 1
-        if hit.pattern.event != "warmup" and (self.first_serving is None or hit.line < self.first_serving.line):
+        if hit.pattern.event not in NOT_SERVING and (self.first_serving is None or hit.line < self.first_serving.line):
             self.first_serving = self.evidence(hit)
         if self.want_rows:
             self.held_rows.append(RuntimeRow(hit.line, hit.time, hit.rank, hit.pattern.event or hit.pattern.id, hit.values))
@@ -180,7 +182,7 @@ class _Collector:
             for part in batch.parts:
                 if part.pattern.engine != "any":
                     self.engine_votes[part.pattern.engine] = self.engine_votes.get(part.pattern.engine, 0) + len(part.rel)
-            first = batch.first("warmup")
+            first = batch.first(NOT_SERVING)
             if first is not None:
                 hit = batch.hit_at(*first)
                 if self.first_serving is None or hit.line < self.first_serving.line:

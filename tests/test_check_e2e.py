@@ -55,6 +55,14 @@ def test_check_fires_exactly_the_expected_rules(runner, tmp_path: Path) -> None:
     (fp8 / "probes.jsonl").write_text('{"name": "gsm8k", "score": 0.12, "ok": false}\n')
     expected["fp8-preempt"] = {"precision.fp8_uncalibrated:error", "runtime.preemption:warning"}
 
+    late = camp / "compile-after-ready"
+    late.mkdir()
+    (late / "server.log").write_text(
+        (CORPUS / "vllm" / "07_v1-engine000-metrics-kv-usage-climb.log").read_text()
+        + "(EngineCore_DP0 pid=441) INFO 07-28 06:43:15 [backends.py:286] Compiling a graph for dynamic shape "
+          "takes 13.62 s\n")
+    expected["compile-after-ready"] = {"bench.compile_during_sweep:warning"}
+
     res = runner.invoke(cli, ["check", str(camp), "--format", "json", "--fail-on", "critical"])
     doc = json.loads(res.output)
     fired = collections.defaultdict(set)

@@ -368,11 +368,11 @@ class RuntimeBatch:
                     best[name] = (mx, line, part.order, k, i)
         return best
 
-    def first(self, skip_event: str) -> tuple[int, int] | None:
-        """(part number, index) of the first hit whose pattern's event is not `skip_event`."""
+    def first(self, skip_events: tuple[str, ...]) -> tuple[int, int] | None:
+        """(part number, index) of the first hit whose pattern's event is not in `skip_events`."""
         best = None
         for k, part in enumerate(self.parts):
-            if part.pattern.event == skip_event or len(part.rel) == 0:
+            if part.pattern.event in skip_events or len(part.rel) == 0:
                 continue
             key = (part.rel[0].as_py(), part.order)
             if best is None or key < best[0]:
