@@ -9,9 +9,9 @@ import bisect
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
-from .base import problem
+from .base import ImportResult, problem
 
 _WS = re.compile(r"\s*")
 _NEXT_START = re.compile(r"\n(?=[\[{])")
@@ -124,3 +124,14 @@ def _resume(text: str, pos: int) -> int:
 def head_text(head: bytes) -> str:
     """The head as text for sniffing (bad bytes replaced)."""
     return head.decode("utf-8", errors="replace")
+
+
+def read_each(tool: str, data: bytes, source: str, per_record: Callable[[ImportResult, JsonRecord], None]) -> ImportResult:
+    """Read every top-level JSON value and hand it to `per_record`; a record that raises
+    becomes a problem with its line and index, and the rest of the file is still read."""
+    res = ImportResult(tool, source)
+    records, problems = read_values(data, source)
+    res.problems.extend(problems)
+    for rec in records:
+        res.guard(rec.line, rec.index, lambda rec=rec: per_record(res, rec))
+    return res

@@ -12,7 +12,7 @@ from typing import Any
 
 from .base import (NOTE_NO_TIME, ImportResult, Picker, extra_json, make_row, scaled, to_float,
                    to_int)
-from .jsonstream import JsonRecord, read_values
+from .jsonstream import JsonRecord, read_each
 
 TOOL = "llmperf"
 NAME_HINTS = re.compile(r"summary|individual_responses|llmperf", re.I)
@@ -82,9 +82,4 @@ def _record(res: ImportResult, rec: JsonRecord) -> None:
 
 
 def read(data: bytes, source: str) -> ImportResult:
-    res = ImportResult(TOOL, source)
-    records, problems = read_values(data, source)
-    res.problems.extend(problems)
-    for rec in records:
-        res.guard(rec.line, rec.index, lambda rec=rec: _record(res, rec))
-    return res
+    return read_each(TOOL, data, source, _record)

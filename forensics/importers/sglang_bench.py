@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from .base import NOTE_NO_TIME, ImportResult, Picker, extra_json, to_int
-from .jsonstream import JsonRecord, read_values
+from .jsonstream import JsonRecord, read_each
 from .vllm_bench import request_rows, serving_stats
 
 TOOL = "sglang_bench"
@@ -46,9 +46,4 @@ def _point(res: ImportResult, rec: JsonRecord) -> None:
 
 
 def read(data: bytes, source: str) -> ImportResult:
-    res = ImportResult(TOOL, source)
-    records, problems = read_values(data, source)
-    res.problems.extend(problems)
-    for rec in records:
-        res.guard(rec.line, rec.index, lambda rec=rec: _point(res, rec))
-    return res
+    return read_each(TOOL, data, source, _point)

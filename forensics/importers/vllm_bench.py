@@ -12,7 +12,7 @@ from typing import Any
 
 from .base import (NOTE_LOCAL_AS_UTC, NOTE_NO_TIME, ImportResult, Picker, extra_json, make_row,
                    naive_to_epoch, request_rate, scaled, to_float, to_int)
-from .jsonstream import JsonRecord, read_values
+from .jsonstream import JsonRecord, read_each
 
 TOOL = "vllm_bench"
 NAME_HINTS = re.compile(r"qps|vllm|bench", re.I)
@@ -114,9 +114,4 @@ def _point(res: ImportResult, rec: JsonRecord) -> None:
 
 
 def read(data: bytes, source: str) -> ImportResult:
-    res = ImportResult(TOOL, source)
-    records, problems = read_values(data, source)
-    res.problems.extend(problems)
-    for rec in records:
-        res.guard(rec.line, rec.index, lambda rec=rec: _point(res, rec))
-    return res
+    return read_each(TOOL, data, source, _point)
