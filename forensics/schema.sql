@@ -88,7 +88,8 @@ CREATE TABLE IF NOT EXISTS gpu_samples (
 
 CREATE TABLE IF NOT EXISTS probes (
     run_id VARCHAR, source_file VARCHAR, line INTEGER, record_index INTEGER, kind VARCHAR,
-    name VARCHAR, score DOUBLE, ok BOOLEAN, raw VARCHAR, extra VARCHAR
+    name VARCHAR, score DOUBLE, ok BOOLEAN, raw VARCHAR, extra VARCHAR,
+    json_status VARCHAR                   -- a probe expecting JSON: ok | fenced | unfinished | invalid (strict whole-text parse)
 );
 
 -- malformed records met during ingest: reported, never fatal

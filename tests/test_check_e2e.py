@@ -52,8 +52,11 @@ def test_check_fires_exactly_the_expected_rules(runner, tmp_path: Path) -> None:
     fp8 = camp / "fp8-preempt"
     fp8.mkdir()
     (fp8 / "server.log").write_text(FP8_LOG)
-    (fp8 / "probes.jsonl").write_text('{"name": "gsm8k", "score": 0.12, "ok": false}\n')
-    expected["fp8-preempt"] = {"precision.fp8_uncalibrated:error", "runtime.preemption:warning"}
+    (fp8 / "probes.jsonl").write_text(
+        '{"name": "gsm8k", "score": 0.12, "ok": false}\n'
+        '{"name": "json_mode", "ok": true, "expect": "json", "response": "```json\\n{\\"a\\": 1}\\n```"}\n')
+    expected["fp8-preempt"] = {"precision.fp8_uncalibrated:error", "runtime.preemption:warning",
+                               "quality.json_not_strict:error"}
 
     late = camp / "compile-after-ready"
     late.mkdir()

@@ -422,3 +422,17 @@ def test_nan_and_infinity_tokens_in_extra_are_strict_json():
     extra = json.loads(res.bench_points[0]["extra"])
     assert extra == {"odd": "NaN", "big": "-Infinity"}
     assert not any(isinstance(v, float) and math.isnan(v) for v in res.bench_points[0].values())
+
+
+def test_probe_json_responses_are_checked_strictly_never_unfenced() -> None:
+    from forensics.importers import probes
+
+    lines = [
+        '{"name": "json_mode", "ok": true, "expect": "json", "response": "{\\"city\\": \\"Paris\\"}"}',
+        '{"name": "json_mode", "ok": true, "expect": "json", "response": "```json\\n{\\"city\\": \\"Paris\\"}\\n```"}',
+        '{"name": "json_mode", "ok": false, "response_format": {"type": "json_object"}, "output": "{\\"city\\": \\"Par"}',
+        '{"name": "json_mode", "ok": false, "format": "json", "text": "Sure! Here it is: {}"}',
+        '{"name": "gsm8k", "ok": true, "response": "```python\\nprint(1)\\n```"}',
+    ]
+    res = probes.read("\n".join(lines).encode(), "probes.jsonl")
+    assert [r["json_status"] for r in res.probes] == ["ok", "fenced", "unfinished", "invalid", None]

@@ -39,7 +39,7 @@ GPU_COLUMNS = (
     "power_w", "power_limit_w", "util_gpu_pct", "util_mem_pct", "mem_used_mib", "mem_total_mib",
     "pstate", "clock_event_reasons", *(f"reason_{n}" for n in REASON_BITS), "status", "extra",
 )
-PROBE_COLUMNS = ("source_file", "line", "record_index", "kind", "name", "score", "ok", "raw", "extra")
+PROBE_COLUMNS = ("source_file", "line", "record_index", "kind", "name", "score", "ok", "raw", "extra", "json_status")
 
 TABLE_COLUMNS = {
     "bench_points": BENCH_COLUMNS, "requests": REQUEST_COLUMNS,

@@ -3,6 +3,12 @@
 A JSON record keeps `name` and `score` as columns and every other key in `extra`. A GATE line's
 `ok` is True/False only when a pass/fail word follows the score, else None. Other text lines
 (a probe script's chatter) are ignored; a line that opens `{` but is not JSON is a problem.
+
+A JSON probe that says it expects JSON (`expect`, `format` or `response_format` naming json)
+and carries the model's text (`response`, `output`, `text` or `completion`) gets `json_status`:
+the whole text parsed strictly with `json.loads` (`ok`), or why not: `fenced` (wrapped in a
+Markdown code fence), `unfinished` (valid up to the end but cut), `invalid`. Fences are never
+stripped to make a response pass.
 """
 from __future__ import annotations
 
@@ -28,6 +34,41 @@ def sniff(head: bytes, name: str) -> bool:
     return first == b"{" and _OK_KEY.search(head.split(b"\n", 1)[0]) is not None
 
 
+_EXPECTS = ("expect", "format", "response_format", "expected_format")
+_TEXTS = ("response", "output", "text", "completion")
+
+
+def json_status(text: str) -> str:
+    """Strict whole-response JSON check: ok | fenced | unfinished | invalid."""
+    try:
+        json.loads(text)
+        return "ok"
+    except (json.JSONDecodeError, RecursionError):
+        pass
+    stripped = text.strip()
+    if stripped.startswith("```"):
+        return "fenced"
+    try:
+        json.loads(stripped + "\u0000")
+    except json.JSONDecodeError as exc:
+        # the parser ran off the end of the text: the value was cut, not malformed
+        if exc.pos >= len(stripped) and stripped[:1] in "{[\"":
+            return "unfinished"
+    except RecursionError:
+        pass
+    return "invalid"
+
+
+def _expects_json(obj: dict) -> bool:
+    for k in _EXPECTS:
+        v = obj.get(k)
+        if isinstance(v, dict):
+            v = v.get("type")
+        if isinstance(v, str) and "json" in v.lower():
+            return True
+    return False
+
+
 def _json_line(res: ImportResult, lineno: int, index: int, text: str) -> None:
     try:
         obj = json.loads(text)
@@ -41,10 +82,12 @@ def _json_line(res: ImportResult, lineno: int, index: int, text: str) -> None:
     mapped = ("ok", "name", "score") if score is not None or obj.get("score") is None else ("ok", "name")
     rest = {k: v for k, v in obj.items() if k not in mapped}
     name = obj.get("name")
+    body = next((obj[k] for k in _TEXTS if isinstance(obj.get(k), str)), None)
+    status = json_status(body) if body is not None and _expects_json(obj) else None
     res.probes.append(make_row(
         "probes", source_file=res.source, line=lineno, record_index=index, kind="json",
         name=name if isinstance(name, str) else (None if name is None else str(name)),
-        score=score, ok=obj["ok"], raw=text[:500], extra=extra_json(rest),
+        score=score, ok=obj["ok"], raw=text[:500], extra=extra_json(rest), json_status=status,
     ))
 
 
