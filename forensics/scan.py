@@ -95,7 +95,6 @@ class _Collector:
         self.engine_votes: dict[str, int] = {}
         self.runtime_rows = 0
         self.notes: list[Fact] = []
-        self.last_frame_stage: dict[str | None, str] = {}
         self.priority: dict[tuple[str, str, str | None], int] = {}
 
     def evidence(self, hit: Hit) -> Evidence:
@@ -244,11 +243,9 @@ class _Collector:
         ev = hit.pattern.event
         if ev == "startup_frame":
             self.startup_frames += 1
-            self.last_frame_stage[hit.rank] = "startup"
             return
         if ev == "runtime_frame":
             self.runtime_frames += 1
-            self.last_frame_stage[hit.rank] = "runtime"
             return
         if ev == "startup_failed":
             self.startup_markers.append(self.evidence(hit))
@@ -342,12 +339,13 @@ def scan_stream(stream: BinaryIO, source: str, patterns: PatternSet | None = Non
         best = max(votes.values())
         leaders = [e for e, v in votes.items() if v == best]
         res.engine = leaders[0] if len(leaders) == 1 else None
+    engine_of = {p.id: p.engine for p in patterns.patterns}
     for section in ("meta", "requested", "effective"):
         target = getattr(res, section)
         for name, per_rank in col.sections[section].items():
             fact = _lowest(per_rank)
-            if res.engine and fact.pattern and _pattern_engine(patterns, fact.pattern) not in (res.engine, "any"):
-                continue
+            if res.engine and fact.pattern and engine_of.get(fact.pattern, "any") not in (res.engine, "any"):
+                continue  # a fact read by the other engine's pattern in this log
             target[name] = fact
     for name, fact in col.lists.items():
         res.effective[name] = fact
@@ -379,13 +377,6 @@ def _derive(res: ScanResult) -> None:
         res.effective["kv_cache_gib"] = Fact("kv_cache_gib", round(k.value + v.value, 6), "GiB", k.evidence, k.rank, k.pattern)
     elif kv is not None:
         res.effective["kv_cache_gib"] = Fact("kv_cache_gib", kv.value, "GiB", kv.evidence, kv.rank, kv.pattern)
-
-
-def _pattern_engine(patterns: PatternSet, pid: str) -> str:
-    for p in patterns.patterns:
-        if p.id == pid:
-            return p.engine
-    return "any"
 
 
 def scan_file(path: str | Path, cmd: str | Path | None = None, patterns: PatternSet | None = None,
