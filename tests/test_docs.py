@@ -25,3 +25,10 @@ def test_rule_commands_have_help(runner) -> None:
         result = runner.invoke(cli, args)
         assert result.exit_code == 0, result.output
         assert len(result.output.strip().splitlines()) > 3
+
+
+def test_every_command_has_help_and_is_in_the_readme() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for name, command in cli.commands.items():
+        assert (command.help or "").strip(), f"`forensics {name}` has no help text"
+        assert f"forensics {name}" in readme, f"`forensics {name}` is not in README.md"
