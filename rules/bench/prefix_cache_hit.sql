@@ -27,20 +27,22 @@ WITH s AS (
     SELECT r.*, m.median_rate
     FROM r JOIN m USING (run_id, bucket), s
     WHERE r.rate > s.ceiling OR (m.n >= 5 AND r.rate > s.ratio * m.median_rate)
-), ranked AS (
-    SELECT *, row_number() OVER (PARTITION BY run_id ORDER BY rate DESC, request_index) AS rn,
-           count(*) OVER (PARTITION BY run_id) AS hits
-    FROM hit
+), top AS (
+    -- the fastest hit of each run (ties: the lowest request index); an aggregate, not a sort
+    SELECT run_id, count(*) AS hits,
+           arg_max({'rate': rate, 'ttft_ms': ttft_ms, 'input_tokens': input_tokens, 'median_rate': median_rate,
+                    'source_file': source_file, 'line': line, 'request_index': request_index},
+                   (rate, -request_index)) AS t
+    FROM hit GROUP BY run_id
 )
 SELECT run_id,
        hits,
-       rate AS max_rate_tps,
-       ttft_ms,
-       input_tokens,
+       t.rate AS max_rate_tps,
+       t.ttft_ms AS ttft_ms,
+       t.input_tokens AS input_tokens,
        format('{} request(s) imply cache hits: up to {} input tokens in TTFT {} ms = {} tokens/s prefill (median of similar prompts in this run: {} tokens/s)',
-              hits, input_tokens, round(ttft_ms, 1), round(rate)::BIGINT, round(median_rate)::BIGINT) AS message,
-       [{'file': source_file, 'line': line,
-         'raw': format('request {}: input_tokens={}, ttft_ms={}', request_index, input_tokens, round(ttft_ms, 3))}] AS evidence
-FROM ranked
-WHERE rn = 1
+              hits, t.input_tokens, round(t.ttft_ms, 1), round(t.rate)::BIGINT, round(t.median_rate)::BIGINT) AS message,
+       [{'file': t.source_file, 'line': t.line,
+         'raw': format('request {}: input_tokens={}, ttft_ms={}', t.request_index, t.input_tokens, round(t.ttft_ms, 3))}] AS evidence
+FROM top
 ORDER BY run_id;
