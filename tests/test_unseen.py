@@ -27,6 +27,12 @@ CASES = {
         "cuda_graph_max_bs": 512}),
     "sglang_server_args_cut_gemma3": ("sglang", "unknown", {
         "weights_gib": 8.13, "kv_cache_tokens": 834615, "mem_pool_end_avail_gib": 14.61}),
+    "vllm_omni_stage_prefix_pr1160": ("vllm", "unknown", {
+        "kv_cache_gib": 100.43, "kv_cache_tokens": 2925232, "max_concurrency": 89.27,
+        "max_concurrency_tokens": 32768, "init_engine_s": 2.6}),
+    "vllm_2026_kv_cache_memory_bytes": ("vllm", "failed_startup", {
+        "weights_read_s": 3.04, "attention_backend": "FLASHINFER", "torch_compile_s": 0.06,
+        "kv_cache_gib": 4.25, "initial_free_gib": 31.16, "kv_padding_layers": 3, "kv_padding_waste_pct": 6.25}),
     "sglang_npu_kv_dtype_pr29853": ("sglang", "unknown", {
         "kv_cache_tokens": 387968, "kv_cache_gib": 11.84, "kv_cache_dtype": "torch.bfloat16"}),
 }

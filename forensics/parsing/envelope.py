@@ -31,6 +31,8 @@ _OUTER = re.compile(
 
 # Process prefixes: (EngineCore_DP0 pid=301), (VllmWorker rank=1 pid=7), (SGLangEngine pid=9)
 _PROC = re.compile(r"^\((?P<name>[A-Za-z][\w]*)(?: rank=(?P<r>\d+))? pid=(?P<pid>\d+)\)\s*")
+# A stage tag some wrappers put before the vLLM header (vllm-omni: `[Stage-0] INFO 02-02 ...`).
+_STAGE = re.compile(r"^\[[A-Za-z][\w]*-\d+\]\s+(?=(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s)")
 # SGLang: [2025-05-26 07:48:17 DP1 TP2] / [23:17:08 TP4] / [gpu_id=0]
 _SGL = re.compile(
     r"^\[(?:(?P<ts>(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<ranks>(?: (?:DP|TP|PP|EP|CP|ATTN_CP|ATTN_DP|MOE_DP)\d+)*)|gpu_id=(?P<gpu>\d+))\]\s*"
@@ -79,6 +81,9 @@ def split(text: str) -> Split:
             rank = name
         text = text[m.end():]
         # Ray/compose may stack another process prefix (SGLangEngine then [date TP0])
+    m = _STAGE.match(text)
+    if m:
+        text = text[m.end():]
     m = _SGL.match(text)
     if m:
         if m.group("gpu") is not None:
