@@ -64,3 +64,17 @@ def test_unseen_requested_and_ranks() -> None:
     assert npu.effective["kv_cache_tokens"].rank == "TP4"  # the lowest rank printed wins
     fill = scan_file(UNSEEN / "sglang_2024_fill_batch_issue444.log")
     assert fill.runtime["peak_waiting"].value == 57 and fill.runtime["peak_running"].value == 9
+
+
+@pytest.mark.parametrize("name,peaks", [
+    ("sglang_2026_npu_hybrid_batches_pr30047", {
+        "peak_running": 40, "peak_mamba_num": 160, "peak_mamba_usage": 0.8, "peak_input_throughput": 21186.13,
+        "peak_accept_len": 3.13, "peak_gen_throughput": 155.34, "peak_waiting": 0}),
+    ("sglang_decode_batch_eras", {
+        "peak_running": 1010, "peak_waiting": 12279, "peak_token_usage": 0.93, "peak_gen_throughput": 1397.13}),
+])
+def test_unseen_batch_lines(name: str, peaks: dict) -> None:
+    res = scan_file(UNSEEN / f"{name}.log")
+    assert res.engine == "sglang" and res.outcome == "ready"
+    for key, want in peaks.items():
+        assert res.runtime[key].value == pytest.approx(want), key
