@@ -126,12 +126,17 @@ def head_text(head: bytes) -> str:
     return head.decode("utf-8", errors="replace")
 
 
-def read_each(tool: str, data: bytes, source: str, per_record: Callable[[ImportResult, JsonRecord], None]) -> ImportResult:
+def read_each(tool: str, data: bytes, source: str, per_record: Callable[[ImportResult, JsonRecord], None],
+              objects_only: bool = False) -> ImportResult:
     """Read every top-level JSON value and hand it to `per_record`; a record that raises
-    becomes a problem with its line and index, and the rest of the file is still read."""
+    becomes a problem with its line and index, and the rest of the file is still read.
+    With `objects_only`, a value that is not a JSON object is a problem and is not handed on."""
     res = ImportResult(tool, source)
     records, problems = read_values(data, source)
     res.problems.extend(problems)
     for rec in records:
+        if objects_only and not isinstance(rec.value, dict):
+            res.add_problem(rec.line, f"record {rec.index}: not a JSON object", rec.index)
+            continue
         res.guard(rec.line, rec.index, lambda rec=rec: per_record(res, rec))
     return res

@@ -94,9 +94,6 @@ def request_rows(res: ImportResult, rec: JsonRecord, p: Picker) -> int | None:
 
 def _point(res: ImportResult, rec: JsonRecord) -> None:
     obj = rec.value
-    if not isinstance(obj, dict):
-        res.add_problem(rec.line, f"record {rec.index}: not a JSON object", rec.index)
-        return
     p = Picker(obj)
     stats = serving_stats(p, ("e2el",))
     date = p.get("date")
@@ -114,4 +111,4 @@ def _point(res: ImportResult, rec: JsonRecord) -> None:
 
 
 def read(data: bytes, source: str) -> ImportResult:
-    return read_each(TOOL, data, source, _point)
+    return read_each(TOOL, data, source, _point, objects_only=True)
