@@ -84,6 +84,10 @@ class _Collector:
             "meta": {}, "requested": {}, "effective": {},
         }
         self.peaks: dict[str, Fact] = {}
+        # where each peak was first seen, (line, rank of the field on that line): the result lists
+        # peaks in that order, whichever path (Python or batch) and chunk order found them
+        self.peak_first: dict[str, tuple[int, int]] = {}
+        self._field_seq = 0
         self.counts: dict[str, Fact] = {}
         self.lists: dict[str, Fact] = {}
         self.errors: list[FatalError] = []
@@ -170,6 +174,10 @@ class _Collector:
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 continue
             key = f"peak_{name}"
+            self._field_seq += 1
+            first = self.peak_first.get(key)
+            if first is None or hit.line < first[0]:
+                self.peak_first[key] = (hit.line, self._field_seq)
             cur = self.peaks.get(key)
             if cur is None or value > cur.value or (value == cur.value and hit.line < cur.evidence.line):
                 self.peaks[key] = Fact(key, value, units.get(name), self.evidence(hit), hit.rank, hit.pattern.id)
@@ -186,6 +194,8 @@ class _Collector:
                 hit = batch.hit_at(*first)
                 if self.first_serving is None or hit.line < self.first_serving.line:
                     self.first_serving = self.evidence(hit)
+            for name, seen in batch.first_seen(self.peak_first, "peak_").items():
+                self.peak_first[f"peak_{name}"] = seen
             for name, (value, line, _, k, i) in batch.peaks().items():
                 key = f"peak_{name}"
                 cur = self.peaks.get(key)
@@ -349,7 +359,7 @@ def scan_stream(stream: BinaryIO, source: str, patterns: PatternSet | None = Non
             target[name] = fact
     for name, fact in col.lists.items():
         res.effective[name] = fact
-    res.runtime.update(col.peaks)
+    res.runtime.update(sorted(col.peaks.items(), key=lambda kv: col.peak_first[kv[0]]))
     res.runtime.update(col.counts)
     res.runtime_rows = col.runtime_rows
     res.errors = _order_errors(col.errors)

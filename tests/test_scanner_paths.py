@@ -127,6 +127,16 @@ def _mixed_log(synthetic_log: bytes) -> bytes:
         "docker-svc-1  | " + _stats("(APIServer pid=1) ", 6, 2.0),       # compose prefix: Python path
         _stats("(APIServer pid=1) ", 74, 101.0),                           # vectorised peak first,
         _stats("(APIServer pid=1) ", 74, 101.0, tail=" "),                 # then a tie on the Python path
+        # the keyword twice: the first occurrence does not match, the second does (leftmost match)
+        "(APIServer pid=1) INFO 10-10 05:01:00 [loggers.py:123] Avg prompt throughput: n/a; "
+        + _stats("", 75, 3.0).split("] ", 1)[1],
+        # a field text RE2 finds but Python's float() would refuse: that line goes to Python whole
+        "INFO 10-10 05:01:01 [scheduler.py:9] new fill batch. #seq: 1. #cached_token: 330. #new_token: 2172. "
+        "#remaining_req: 57. #running_req: 9. tree_cache_hit_rate: 69.1.6%",
+        "INFO 10-10 05:01:02 [scheduler.py:9] new fill batch. #seq: 2. #cached_token: 0. #new_token: 12. "
+        "#remaining_req: 3. #running_req: 76. tree_cache_hit_rate: 1.5%",
+        # another keyword on the line: Python path
+        _stats("(APIServer pid=1) ", 77, 4.0, tail=" EngineDeadError"),
     ]
     lines = body.splitlines()
     step = max(1, len(lines) // (len(extra) + 1))
@@ -155,6 +165,25 @@ def test_scan_results_and_rows_agree_across_paths(monkeypatch, synthetic_log: by
     res_rows = out[0][1]
     assert [r.line for r in res_rows] == sorted(r.line for r in res_rows)
     assert any(r.rank == "VllmWorker rank=3" for r in res_rows) and any(r.rank == "VllmWorkerProcess pid=77" for r in res_rows)
+
+
+@pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")
+def test_fast_groups_are_the_stats_patterns_and_a_regex_re2_reads_differently_is_refused() -> None:
+    import dataclasses
+    import re
+
+    from forensics.parsing.spec import PatternSet
+    from forensics.parsing.vectorised import fast_groups
+
+    ps = load_all()
+    groups = fast_groups(ps, ps.by_keyword())
+    assert {f.pattern.id for g in groups.values() for f in g} == {"vllm.stats_v1", "vllm.stats_v0", "sglang.fill_batch_2024"}
+    # `[[:digit:]]` is a POSIX class to RE2 but a set of the characters `[:digt` to Python
+    p = next(p for p in ps.patterns if p.id == "vllm.stats_v1")
+    odd = dataclasses.replace(p, regex=re.compile(p.regex.pattern.replace(r"(?P<running>\d+)", "(?P<running>[[:digit:]]+)")))
+    assert odd.regex.pattern != p.regex.pattern
+    ps2 = PatternSet([odd if q is p else q for q in ps.patterns])
+    assert "Avg prompt throughput:" not in fast_groups(ps2, ps2.by_keyword())
 
 
 def test_vectorised_path_is_taken_for_vllm_stats(synthetic_log: bytes) -> None:

@@ -1,0 +1,419 @@
+"""Runtime lines in batches: stats lines extracted in pyarrow, one chunk at a time.
+
+Periodic stats lines are most of the hits in a long log (vLLM: one per 40 lines). For the
+keyword groups whose patterns are all runtime patterns with int/float fields and whose regex
+runs in RE2 with the same result on every sample line, the scanner's worker threads extract
+the fields of a whole chunk's lines in pyarrow (C++ calls that release the GIL); the main
+thread then handles each chunk's hits of those patterns as one `RuntimeBatch` (peaks by
+aggregate, rows only when asked for).
+
+A line takes this path only when nothing about it can make RE2 and Python differ: printable
+ASCII or tab (so \\s, \\w, \\d and str.strip agree) with no trailing blank, no caret-notation
+escape, no other keyword, not longer than RAW_LIMIT, and an envelope of the plain vLLM form
+(`_ENV_RE2`: an optional process prefix, then the `LEVEL [MM-DD HH:MM:SS] [file.py:N]`
+header), which `envelope.split` peels the same way (checked on every sample line).
+
+Each pattern runs as one anchored regex over the whole line: the envelope, then the shortest
+run of anything, then the pattern (`_combined`). Every part of `_ENV_RE2` has one way to
+match (each optional part starts with a character its alternative cannot start with, and
+each repeat stops at a character it cannot take), so the envelope groups are the ones the
+envelope alone gives, and the lazy run makes the pattern's match the leftmost one after the
+envelope: the match Python's `search` finds in the message. Anchored, RE2 reads the groups in
+one forward pass (3-4x cheaper than an unanchored extraction, which must first find where
+the match starts). A pattern that matches nowhere in the line (a plain DFA test, the cheapest
+RE2 call) yields nothing there, as in Python; a line where the test says yes but the
+anchored form fails, or a field text that would not convert the same way, goes to Python.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from forensics.parsing.envelope import split
+from forensics.parsing.hit import RAW_LIMIT, Hit
+from forensics.parsing.spec import Pattern, PatternSet
+
+_PRINTABLE = r"^[\t\x20-\x7e]*[\x21-\x7e]$"   # printable ASCII or tab, no trailing blank
+_ENV_RE2 = (
+    r"^(?P<env>(?:\((?P<pname>[A-Za-z]\w*)(?: rank=(?P<prank>\d+))? pid=(?P<pid>\d+)\)\s*)?"
+    r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
+    r"(?:(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\s+)?"
+    r"(?:\[[^\]\s]+:\d+\]|[\w./-]+\.py:\d+\]))"
+)
+_ENV_GROUPS = ("env", "pname", "prank", "pid", "level", "ts")
+_INT_OK = r"^[0-9]{1,18}$"
+_FLOAT_OK = r"^[0-9]{1,30}(?:\.[0-9]{1,30})?$"
+
+
+def rank_of(pname: str, prank: str, pid: str) -> str | None:
+    """The rank `envelope.split` reads off a process prefix (empty strings: no prefix)."""
+    if not pname:
+        return None
+    if prank:
+        return f"{pname} rank={prank}"
+    if pname == "VllmWorkerProcess":
+        return f"{pname} pid={pid}"
+    return pname
+
+
+def literal_prefix(p: Pattern) -> str:
+    """The literal text every match of the pattern starts with ('' if none)."""
+    from re import _parser  # type: ignore[attr-defined]
+
+    out = []
+    try:
+        for op, arg in _parser.parse(p.regex.pattern, p.regex.flags):
+            if op is not _parser.LITERAL:
+                break
+            out.append(chr(arg))
+    except Exception:  # noqa: BLE001 - any doubt: not vectorised
+        return ""
+    return "".join(out)
+
+
+def _combined(p: Pattern) -> str:
+    return f"{_ENV_RE2}(?:.*?)(?:{p.regex.pattern})"
+
+
+def vectorisable(p: Pattern) -> bool:
+    """Whether the pattern's form allows the batch path at all (samples decide the rest)."""
+    if p.section != "runtime" or not p.fields or p.regex.flags & ~re.UNICODE:
+        return False
+    prefix = literal_prefix(p)
+    if not prefix or prefix[0].isspace() or not p.keyword or p.keyword[0].isspace():
+        return False
+    if len({f.name for f in p.fields}) != len(p.fields) or set(p.regex.groupindex) & set(_ENV_GROUPS):
+        return False
+    return all(f.type in ("int", "float") and not f.map and f.scale is None for f in p.fields)
+
+
+def _sample_lines(patterns: PatternSet) -> list[str]:
+    printable = re.compile(_PRINTABLE.replace("$", "\\Z"))
+    return [s["line"] for p in patterns.patterns for s in p.samples
+            if isinstance(s.get("line"), str) and printable.match(s["line"]) and "^[" not in s["line"]]
+
+
+def _agrees(p: Pattern, lines: list[str]) -> bool:
+    """RE2 gives what Python gives for the pattern on every sample line, as the batch path runs it."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = pa.array([ln.encode() for ln in lines], pa.large_binary())
+    try:
+        anywhere = pc.match_substring_regex(arr, p.regex.pattern).to_pylist()
+        got = pc.extract_regex(arr, _combined(p)).to_pylist()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+    for ln, any_, g in zip(lines, anywhere, got):
+        sp = split(ln)
+        m = p.regex.search(sp.message) if p.keyword in sp.message else None
+        if m is not None and not any_:
+            return False  # the DFA test would drop a line Python matches
+        if g is None:
+            continue      # the line would go to Python
+        if m is None:
+            return False
+        env = {k: g[k].decode() for k in _ENV_GROUPS}
+        if (ln[len(env["env"]):].strip(), rank_of(env["pname"], env["prank"], env["pid"]), env["level"],
+                env["ts"] or None) != (sp.message, sp.rank, sp.level, sp.time):
+            return False
+        if {k: v or "" for k, v in m.groupdict().items()} != {k: g[k].decode() for k in p.regex.groupindex}:
+            return False
+    return True
+
+
+@dataclass(slots=True)
+class _Fast:
+    pattern: Pattern
+    order: int                      # position in the keyword group
+    combined: str                   # the anchored envelope + pattern regex
+    keyword_in_prefix: bool         # a match implies the keyword is in the message
+
+
+def fast_groups(patterns: PatternSet, by_keyword: dict[str, list[Pattern]]) -> dict[str, list[_Fast]]:
+    """Keyword -> its patterns, for the groups that take the batch path (checked on every sample)."""
+    lines = _sample_lines(patterns)
+    out: dict[str, list[_Fast]] = {}
+    for kw, group in by_keyword.items():
+        if all(vectorisable(p) for p in group) and all(_agrees(p, lines) for p in group):
+            out[kw] = [_Fast(p, k, _combined(p), kw in literal_prefix(p)) for k, p in enumerate(group)]
+    return out
+
+
+# ---------------------------------------------------------------- per-chunk results
+
+@dataclass(slots=True)
+class Part:
+    """The hits of one vectorised pattern on one chunk, as columns (lines relative to the chunk)."""
+
+    pattern: Pattern
+    order: int            # the pattern's position in its keyword group (hits of one line go in that order)
+    rel: Any              # pa integer array: line index in the chunk
+    raw: Any              # pa binary arrays, one value per hit
+    level: Any
+    ts: Any
+    pname: Any
+    prank: Any
+    pid: Any
+    values: dict[str, Any]  # field name -> typed pa.Array (null: the group did not yield a value)
+
+
+@dataclass(slots=True)
+class ChunkPass:
+    """What the worker pass found in one chunk."""
+
+    n_newlines: int
+    idx: list[int]          # the candidate lines left to Python: index in the chunk,
+    starts: list[int]       # start offset,
+    raws: list[bytes]       # bytes
+    kws: list[list[int]]    # and the keywords they contain
+    parts: list[Part]
+
+
+class RuntimeBatch:
+    """The hits of the vectorised runtime patterns on one chunk (possibly none).
+
+    `Scanner.scan(batches=True)` yields one after the other hits of each chunk; otherwise
+    its hits are merged into the stream as `Hit`s.
+    """
+
+    __slots__ = ("parts", "line_base")
+
+    def __init__(self, parts: list[Part], line_base: int = 0) -> None:
+        self.parts = parts
+        self.line_base = line_base
+
+    def __len__(self) -> int:
+        return sum(len(p.rel) for p in self.parts)
+
+    def _rank(self, part: Part, i: int) -> str | None:
+        return rank_of(part.pname[i].as_py().decode(), part.prank[i].as_py().decode(), part.pid[i].as_py().decode())
+
+    def _hit(self, part: Part, i: int, values: dict[str, Any] | None = None) -> Hit:
+        if values is None:
+            values = {}
+            for f in part.pattern.fields:
+                v = part.values[f.name][i].as_py()
+                if v is not None:
+                    values[f.name] = v
+        ts = part.ts[i].as_py().decode()
+        raw = part.raw[i].as_py().decode()
+        return Hit(part.pattern, values, self.line_base + part.rel[i].as_py(), raw,
+                   split(raw).message, self._rank(part, i), part.level[i].as_py().decode(), ts or None)
+
+    def hit_at(self, part_no: int, i: int) -> Hit:
+        return self._hit(self.parts[part_no], i)
+
+    def records(self) -> list[tuple[int, int, str | None, str | None, Pattern, dict[str, Any]]]:
+        """(line, order, time, rank, pattern, values) of every hit, sorted by line then order."""
+        out = []
+        base = self.line_base
+        for part in self.parts:
+            names = [f.name for f in part.pattern.fields]
+            cols = [part.values[n].to_pylist() for n in names]
+            ranks: dict[tuple[bytes, bytes, bytes], str | None] = {}
+            for rel, ts, pn, pr, pi, *vals in zip(part.rel.to_pylist(), part.ts.to_pylist(), part.pname.to_pylist(),
+                                                   part.prank.to_pylist(), part.pid.to_pylist(), *cols):
+                key = (pn, pr, pi)
+                rank = ranks.get(key, False)
+                if rank is False:
+                    rank = ranks[key] = rank_of(pn.decode(), pr.decode(), pi.decode())
+                values = {n: v for n, v in zip(names, vals) if v is not None}
+                out.append((base + rel, part.order, ts.decode() or None, rank, part.pattern, values))
+        if len(self.parts) > 1:
+            out.sort(key=lambda r: (r[0], r[1]))
+        return out
+
+    def hits(self) -> list[Hit]:
+        out = [self._hit(part, i) for part in self.parts for i in range(len(part.rel))]
+        if len(self.parts) > 1:
+            order = {id(p.pattern): p.order for p in self.parts}
+            out.sort(key=lambda h: (h.line, order[id(h.pattern)]))
+        return out
+
+    def peaks(self) -> dict[str, tuple[Any, int, int, int, int]]:
+        """Field name -> (max value, line, order, part number, index): the first hit with the max."""
+        import pyarrow.compute as pc
+
+        best: dict[str, tuple[Any, int, int, int, int]] = {}
+        for k, part in enumerate(self.parts):
+            for name, col in part.values.items():
+                mx = pc.max(col)
+                if not mx.is_valid:
+                    continue
+                i = pc.index(col, mx).as_py()
+                mx = mx.as_py()
+                line = self.line_base + part.rel[i].as_py()
+                cur = best.get(name)
+                if cur is None or mx > cur[0] or (mx == cur[0] and (line, part.order) < (cur[1], cur[2])):
+                    best[name] = (mx, line, part.order, k, i)
+        return best
+
+    def first_seen(self, known: dict[str, tuple[int, int]], prefix: str = "") -> dict[str, tuple[int, int]]:
+        """Field name -> (line, order on the line) of its first value in this batch, for the
+        fields not in `known` (keyed `prefix` + name) or known only from a later line."""
+        import pyarrow.compute as pc
+
+        out: dict[str, tuple[int, int]] = {}
+        for part in self.parts:
+            for j, (name, col) in enumerate(part.values.items()):
+                cur = out.get(name) or known.get(prefix + name)
+                if cur is not None and cur[0] < self.line_base:
+                    continue  # seen in an earlier chunk
+                i = pc.index(pc.is_valid(col), True).as_py()
+                if i < 0:
+                    continue
+                seen = (self.line_base + part.rel[i].as_py(), part.order * 1000 + j)
+                if cur is None or seen < cur:
+                    out[name] = seen
+        return out
+
+    def first(self, skip_events: tuple[str, ...]) -> tuple[int, int] | None:
+        """(part number, index) of the first hit whose pattern's event is not in `skip_events`."""
+        best = None
+        for k, part in enumerate(self.parts):
+            if part.pattern.event in skip_events or len(part.rel) == 0:
+                continue
+            key = (part.rel[0].as_py(), part.order)
+            if best is None or key < best[0]:
+                best = (key, k)
+        return None if best is None else (best[1], 0)
+
+
+# ---------------------------------------------------------------- the worker pass
+
+def re2_escape(text: str) -> str:
+    return re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", text)
+
+
+def keyword_alternation(keywords: list[str]) -> str:
+    """An RE2 alternation of the literal keywords, longest first."""
+    return "|".join(re2_escape(k) for k in sorted(set(keywords), key=len, reverse=True))
+
+
+class ChunkPasser:
+    """The worker-thread pass over one chunk: candidate lines, and the vectorised runtime hits.
+
+    Every call below is one pyarrow kernel over a whole column (no Python per line), and no
+    Python number is passed to a kernel: converting one makes pyarrow try an optional import
+    each time, which cost more than the kernels.
+    """
+
+    def __init__(self, patterns: PatternSet, by_keyword: dict[str, list[Pattern]]) -> None:
+        import pyarrow as pa
+
+        self.keywords = list(by_keyword)
+        self._keywords_b = [k.encode() for k in self.keywords]
+        self.alt = keyword_alternation(self.keywords)
+        self.groups = fast_groups(patterns, by_keyword)
+        self.others = {kw: keyword_alternation([k for k in self.keywords if k != kw]) for kw in self.groups}
+        self._one = pa.scalar(1, pa.int64())
+        self._raw_limit = pa.scalar(RAW_LIMIT, pa.int64())
+        self._zero = pa.scalar(0, pa.int64())
+        self._null_bin = pa.scalar(None, pa.large_binary())
+
+    def __call__(self, chunk: bytes) -> ChunkPass:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        arr = pa.LargeBinaryArray.from_buffers(
+            pa.large_binary(), 1, [None, pa.array([0, len(chunk)], pa.int64()).buffers()[1], pa.py_buffer(chunk)])
+        lines = pc.split_pattern(arr, "\n")[0].values  # one piece per line; n pieces = newlines + 1
+        n_newlines = len(lines) - 1
+        idx = pc.indices_nonzero(pc.match_substring_regex(lines, self.alt))
+        if len(idx) == 0:
+            return ChunkPass(n_newlines, [], [], [], [], [])
+        cand = lines.take(idx)
+        parts: list[Part] = []
+        rest = None       # boolean over cand: left to Python
+        back: list[Any] = []  # cand indices of lines a group selected but could not take
+        ok = None
+        for kw, group in self.groups.items():
+            m = pc.match_substring(cand, kw)
+            if not pc.any(m).as_py():
+                continue
+            if ok is None:
+                ok = pc.and_(pc.and_(pc.match_substring_regex(cand, _PRINTABLE), pc.invert(pc.match_substring(cand, "^["))),
+                             pc.less_equal(pc.binary_length(cand), self._raw_limit))
+            m = pc.and_(m, ok)
+            if self.others[kw]:
+                m = pc.and_(m, pc.invert(pc.match_substring_regex(cand, self.others[kw])))
+            sel = pc.indices_nonzero(m)
+            if len(sel) == 0:
+                continue
+            rest = pc.invert(m) if rest is None else pc.and_(rest, pc.invert(m))
+            parts_g, bad = self._group(group, cand.take(sel), idx.take(sel))
+            if bad is not None:
+                back.append(sel.take(bad))
+            parts.extend(parts_g)
+        if rest is None:
+            rest_idx = None
+        else:
+            if back:
+                every = pc.indices_nonzero(pc.is_valid(cand))
+                rest = pc.or_(rest, pc.is_in(every, value_set=pa.concat_arrays(back)))
+            rest_idx = pc.indices_nonzero(rest)
+            idx, cand = idx.take(rest_idx), cand.take(rest_idx)
+        if len(idx) == 0:
+            return ChunkPass(n_newlines, [], [], [], [], parts)
+        lens = pc.add(pc.binary_length(lines), self._one)
+        ends = pc.cumulative_sum(lens).take(idx)
+        starts = pc.subtract(ends, lens.take(idx))
+        raws = cand.to_pylist()
+        if len(raws) < 256:
+            kws = [[k for k, kw in enumerate(self._keywords_b) if kw in raw] for raw in raws]
+        else:
+            kws = [[] for _ in range(len(raws))]
+            for k, kw in enumerate(self.keywords):
+                for i in pc.indices_nonzero(pc.match_substring(cand, kw)).to_pylist():
+                    kws[i].append(k)
+        return ChunkPass(n_newlines, idx.to_pylist(), starts.to_pylist(), raws, kws, parts)
+
+    def _group(self, group: list[_Fast], lines: Any, rel: Any) -> tuple[list[Part], Any]:
+        """The parts of one keyword group on its selected lines, and the positions left to Python."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        found = []
+        bad_parts = []
+        for f in group:
+            at = pc.indices_nonzero(pc.match_substring_regex(lines, f.pattern.regex.pattern))
+            if len(at) == 0:
+                continue  # matches nowhere on these lines: no hit, as in Python
+            sub = lines.take(at)
+            g = pc.extract_regex(sub, f.combined)
+            good = pc.is_valid(g)
+            if not f.keyword_in_prefix:
+                # Python tests the keyword on the message: its first occurrence must be there
+                kw_at = pc.find_substring(sub, f.pattern.keyword)
+                good = pc.and_(good, pc.greater_equal(kw_at, pc.binary_length(pc.struct_field(g, "env"))))
+            vals = {}
+            for fld in f.pattern.fields:
+                col = pc.replace_substring(pc.struct_field(g, fld.group), ",", "")
+                if fld.type == "int":
+                    col = pc.replace_substring(col, "_", "")
+                col = pc.if_else(pc.equal(pc.binary_length(col), self._zero), self._null_bin, col)
+                valid = pc.match_substring_regex(col, _INT_OK if fld.type == "int" else _FLOAT_OK)
+                good = pc.and_kleene(good, pc.or_kleene(pc.is_null(col), valid))
+                vals[fld.name] = (col, fld.type)
+            good = pc.fill_null(good, False)
+            if not pc.all(good).as_py():
+                bad_parts.append(at.filter(pc.invert(good)))
+            found.append((f, at, g, good, vals))
+        bad = pa.concat_arrays(bad_parts) if bad_parts else None
+        parts = []
+        for f, at, g, good, vals in found:
+            if bad is not None:
+                # a line another pattern of the group could not take goes to Python whole
+                good = pc.and_(good, pc.invert(pc.is_in(at, value_set=bad)))
+            take = pc.indices_nonzero(good)
+            if len(take) == 0:
+                continue
+            values = {name: col.take(take).cast(pa.large_string()).cast(pa.int64() if kind == "int" else pa.float64())
+                      for name, (col, kind) in vals.items()}
+            g = g.take(take)
+            at = at.take(take)
+            parts.append(Part(f.pattern, f.order, rel.take(at), lines.take(at),
+                              *(pc.struct_field(g, n) for n in ("level", "ts", "pname", "prank", "pid")), values))
+        return parts, bad
