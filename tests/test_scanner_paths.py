@@ -135,6 +135,11 @@ def _mixed_log(synthetic_log: bytes) -> bytes:
         "#remaining_req: 57. #running_req: 9. tree_cache_hit_rate: 69.1.6%",
         "INFO 10-10 05:01:02 [scheduler.py:9] new fill batch. #seq: 2. #cached_token: 0. #new_token: 12. "
         "#remaining_req: 3. #running_req: 76. tree_cache_hit_rate: 1.5%",
+        # a float text longer than the batch path converts: Python path
+        _stats("(APIServer pid=1) ", 8, 2.0).replace("1,234.5", "1" * 70 + ".5"),
+        # a keyword overlapping the vectorised one ("Exception" + "new fill batch."): Python path
+        "INFO 10-10 05:01:03 [scheduler.py:9] Exceptionew fill batch. #seq: 3. #cached_token: 0. #new_token: 12. "
+        "#remaining_req: 3. #running_req: 78.",
         # another keyword on the line: Python path
         _stats("(APIServer pid=1) ", 77, 4.0, tail=" EngineDeadError"),
     ]
@@ -184,6 +189,24 @@ def test_fast_groups_are_the_stats_patterns_and_a_regex_re2_reads_differently_is
     assert odd.regex.pattern != p.regex.pattern
     ps2 = PatternSet([odd if q is p else q for q in ps.patterns])
     assert "Avg prompt throughput:" not in fast_groups(ps2, ps2.by_keyword())
+
+
+def test_group_source() -> None:
+    from forensics.parsing.vectorised import group_source
+
+    rx = r"a (?P<x>\d[\d,]*(?:\.\d+)?) b (?P<y>[)(\]]+(?:x|\)))(?P<z>[]a])"
+    assert group_source(rx, "x") == r"\d[\d,]*(?:\.\d+)?"
+    assert group_source(rx, "y") == r"[)(\]]+(?:x|\))"
+    assert group_source(rx, "z") == "[]a]"
+    assert group_source(rx, "w") is None
+
+
+def test_overlap_strings() -> None:
+    from forensics.parsing.vectorised import overlap_strings
+
+    assert overlap_strings("new fill batch.", ["Exception", "new fill batch.", "Error"]) == ["Exceptionew fill batch."]
+    assert overlap_strings("abcab", ["abcab", "bc", "cabx"]) is None          # "bc" is in every occurrence
+    assert overlap_strings("abcab", ["abcab", "xabcaby", "bx"]) == ["abcabcab", "abcabx", "xabcaby"]
 
 
 def test_vectorised_path_is_taken_for_vllm_stats(synthetic_log: bytes) -> None:

@@ -129,6 +129,16 @@ def _iter_chunks(stream: BinaryIO, sizes: Iterator[int]) -> Iterator[bytes]:
         yield buf
 
 
+def _line_end(chunk: bytes, i: int) -> int:
+    """Offset of the newline that ends line `i` (0-based) of the chunk (its length if none)."""
+    pos = -1
+    for _ in range(i + 1):
+        pos = chunk.find(b"\n", pos + 1)
+        if pos < 0:
+            return len(chunk)
+    return pos
+
+
 def _fill(stream: BinaryIO, carry: bytes, size: int) -> bytearray | None:
     """`carry` followed by up to `size` more bytes of the stream (None at its end).
 
@@ -251,7 +261,7 @@ class Scanner:
                 else:
                     cp = fut.result()
                     n_newlines = cp.n_newlines
-                    cands = zip((line_base + i for i in cp.idx), cp.starts, cp.raws, cp.kws)
+                    cands = zip((line_base + i for i in cp.idx), itertools.repeat(None), cp.raws, cp.kws)
                     if cp.parts:
                         batch = RuntimeBatch(cp.parts, line_base)
                 held: list[Hit] | None = [] if batch is not None and not batches else None
@@ -263,7 +273,7 @@ class Scanner:
                             held.append(hit)
                         if not fatal_seen and hit.pattern.section == "error" and hit.pattern.event == "fatal":
                             fatal_seen = True
-                            fatal_offset = offset + len(raw_bytes)
+                            fatal_offset = offset + len(raw_bytes) if offset is not None else _line_end(chunk, line_no - line_base)
                 if held is not None:
                     # lines are either vectorised or not: merging by line number keeps file order
                     yield from heapq.merge(held, batch.hits(), key=lambda h: h.line)

@@ -35,6 +35,9 @@ from forensics.parsing.hit import RAW_LIMIT, Hit
 from forensics.parsing.spec import Pattern, PatternSet
 
 _PRINTABLE = r"^[\t\x20-\x7e]*[\x21-\x7e]$"   # printable ASCII or tab, no trailing blank
+# The same, and no caret-notation escape (`^[`, which `envelope.clean` removes anywhere)
+_CLEAN = (r"^(?:[\t\x20-\x5d\x5f-\x7e]|\^+[\t\x20-\x5a\x5c\x5d\x5f-\x7e])*"
+          r"(?:[\x21-\x5d\x5f-\x7e]|\^+[\x21-\x5a\x5c\x5d\x5f-\x7e]|\^+)$")
 _ENV_RE2 = (
     r"^(?P<env>(?:\((?P<pname>[A-Za-z]\w*)(?: rank=(?P<prank>\d+))? pid=(?P<pid>\d+)\)\s*)?"
     r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
@@ -44,6 +47,14 @@ _ENV_RE2 = (
 _ENV_GROUPS = ("env", "pname", "prank", "pid", "level", "ts")
 _INT_OK = r"^[0-9]{1,18}$"
 _FLOAT_OK = r"^[0-9]{1,30}(?:\.[0-9]{1,30})?$"
+# Group texts every match of which converts the same way in Python and in pyarrow once its
+# commas are removed (ASCII digits, with an optional fraction for a float), and whether a
+# match can hold commas. A field of another form is checked value by value (`_INT_OK`...).
+_SAFE_GROUPS = {
+    "int": {r"\d+": False, r"\d[\d,]*": True},
+    "float": {r"\d+": False, r"\d+(?:\.\d+)?": False, r"\d+\.\d+": False, r"\d[\d,]*(?:\.\d+)?": True},
+}
+_MAX_CHARS = {"int": 18, "float": 60}  # longer texts go to Python (int64 range, no overflow)
 
 
 def rank_of(pname: str, prank: str, pid: str) -> str | None:
@@ -81,7 +92,8 @@ def vectorisable(p: Pattern) -> bool:
     if p.section != "runtime" or not p.fields or p.regex.flags & ~re.UNICODE:
         return False
     prefix = literal_prefix(p)
-    if not prefix or prefix[0].isspace() or not p.keyword or p.keyword[0].isspace():
+    # a match then holds the keyword, so Python's test of the keyword on the message holds too
+    if not prefix or prefix[0].isspace() or not p.keyword or p.keyword not in prefix:
         return False
     if len({f.name for f in p.fields}) != len(p.fields) or set(p.regex.groupindex) & set(_ENV_GROUPS):
         return False
@@ -123,12 +135,50 @@ def _agrees(p: Pattern, lines: list[str]) -> bool:
     return True
 
 
+def group_source(regex: str, name: str) -> str | None:
+    """The text of the named group `(?P<name>...)` in a regex (None if not found)."""
+    start = regex.find(f"(?P<{name}>")
+    if start < 0:
+        return None
+    i = body = start + len(name) + 5
+    depth, in_class = 1, False
+    while i < len(regex):
+        c = regex[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if regex[i + 1: i + 2] == "]":
+                i += 1  # a `]` right after `[` is a member
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return regex[body:i]
+        i += 1
+    return None
+
+
+@dataclass(slots=True)
+class _Field:
+    name: str
+    group: str
+    kind: str                       # "int" or "float"
+    commas: bool | None             # a safe group that can / cannot hold commas; None: check each value
+
+
 @dataclass(slots=True)
 class _Fast:
     pattern: Pattern
     order: int                      # position in the keyword group
     combined: str                   # the anchored envelope + pattern regex
-    keyword_in_prefix: bool         # a match implies the keyword is in the message
+    fields: list[_Field]
+    overlaps: str | None = None     # texts where another keyword would overlap the group's keyword
+    expect_all: bool = False        # matched every offered line of the last chunk: extract first
 
 
 def fast_groups(patterns: PatternSet, by_keyword: dict[str, list[Pattern]]) -> dict[str, list[_Fast]]:
@@ -137,7 +187,9 @@ def fast_groups(patterns: PatternSet, by_keyword: dict[str, list[Pattern]]) -> d
     out: dict[str, list[_Fast]] = {}
     for kw, group in by_keyword.items():
         if all(vectorisable(p) for p in group) and all(_agrees(p, lines) for p in group):
-            out[kw] = [_Fast(p, k, _combined(p), kw in literal_prefix(p)) for k, p in enumerate(group)]
+            out[kw] = [_Fast(p, k, _combined(p), [
+                _Field(f.name, f.group, f.type, _SAFE_GROUPS[f.type].get(group_source(p.regex.pattern, f.group) or ""))
+                for f in p.fields]) for k, p in enumerate(group)]
     return out
 
 
@@ -165,7 +217,6 @@ class ChunkPass:
 
     n_newlines: int
     idx: list[int]          # the candidate lines left to Python: index in the chunk,
-    starts: list[int]       # start offset,
     raws: list[bytes]       # bytes
     kws: list[list[int]]    # and the keywords they contain
     parts: list[Part]
@@ -292,12 +343,36 @@ def keyword_alternation(keywords: list[str]) -> str:
     return "|".join(re2_escape(k) for k in sorted(set(keywords), key=len, reverse=True))
 
 
+def overlap_strings(kw: str, keywords: list[str]) -> list[str] | None:
+    """The texts in which a keyword occurrence shares characters with one of `kw` (None: every
+    occurrence of `kw` holds another keyword, so its lines always go to Python)."""
+    out = []
+    for k in keywords:
+        if k != kw and k in kw:
+            return None
+        if k != kw and kw in k:
+            out.append(k)
+        for j in range(1, min(len(k), len(kw)) + (k != kw)):
+            if k.endswith(kw[:j]):
+                out.append(k + kw[j:])
+            if kw.endswith(k[:j]):
+                out.append(kw + k[j:])
+    return sorted(set(out))
+
+
 class ChunkPasser:
     """The worker-thread pass over one chunk: candidate lines, and the vectorised runtime hits.
 
     Every call below is one pyarrow kernel over a whole column (no Python per line), and no
     Python number is passed to a kernel: converting one makes pyarrow try an optional import
     each time, which cost more than the kernels.
+
+    A line is offered to the batch path only when RE2 counts one keyword match on it and it
+    holds none of the texts in which another keyword occurrence would overlap a vectorised
+    keyword (`overlap_strings`): then a line a vectorised pattern matches holds that
+    pattern's keyword and no other, since the one counted match is the leftmost occurrence
+    and any other occurrence would overlap it. A line where no vectorised pattern matches
+    goes to Python.
     """
 
     def __init__(self, patterns: PatternSet, by_keyword: dict[str, list[Pattern]]) -> None:
@@ -306,12 +381,19 @@ class ChunkPasser:
         self.keywords = list(by_keyword)
         self._keywords_b = [k.encode() for k in self.keywords]
         self.alt = keyword_alternation(self.keywords)
-        self.groups = fast_groups(patterns, by_keyword)
-        self.others = {kw: keyword_alternation([k for k in self.keywords if k != kw]) for kw in self.groups}
+        self.groups = {}
+        for kw, g in fast_groups(patterns, by_keyword).items():
+            texts = overlap_strings(kw, self.keywords)
+            if texts is not None:
+                self.groups[kw] = g
+                for f in g:
+                    f.overlaps = keyword_alternation(texts) if texts else None
+        self._fast = [f for g in self.groups.values() for f in g]
         self._one = pa.scalar(1, pa.int64())
         self._raw_limit = pa.scalar(RAW_LIMIT, pa.int64())
         self._zero = pa.scalar(0, pa.int64())
         self._null_bin = pa.scalar(None, pa.large_binary())
+        self._max_chars = {k: pa.scalar(v, pa.int64()) for k, v in _MAX_CHARS.items()}
 
     def __call__(self, chunk: bytes) -> ChunkPass:
         import pyarrow as pa
@@ -321,45 +403,33 @@ class ChunkPasser:
             pa.large_binary(), 1, [None, pa.array([0, len(chunk)], pa.int64()).buffers()[1], pa.py_buffer(chunk)])
         lines = pc.split_pattern(arr, "\n")[0].values  # one piece per line; n pieces = newlines + 1
         n_newlines = len(lines) - 1
-        idx = pc.indices_nonzero(pc.match_substring_regex(lines, self.alt))
+        if self._fast:
+            # keyword matches per line: as cheap as a yes/no test, and it tells the lines with one
+            counts = pc.count_substring_regex(lines, self.alt)
+            idx = pc.indices_nonzero(pc.greater(counts, self._zero))
+        else:
+            idx = pc.indices_nonzero(pc.match_substring_regex(lines, self.alt))
         if len(idx) == 0:
-            return ChunkPass(n_newlines, [], [], [], [], [])
+            return ChunkPass(n_newlines, [], [], [], [])
         cand = lines.take(idx)
         parts: list[Part] = []
-        rest = None       # boolean over cand: left to Python
-        back: list[Any] = []  # cand indices of lines a group selected but could not take
-        ok = None
-        for kw, group in self.groups.items():
-            m = pc.match_substring(cand, kw)
-            if not pc.any(m).as_py():
-                continue
-            if ok is None:
-                ok = pc.and_(pc.and_(pc.match_substring_regex(cand, _PRINTABLE), pc.invert(pc.match_substring(cand, "^["))),
-                             pc.less_equal(pc.binary_length(cand), self._raw_limit))
-            m = pc.and_(m, ok)
-            if self.others[kw]:
-                m = pc.and_(m, pc.invert(pc.match_substring_regex(cand, self.others[kw])))
-            sel = pc.indices_nonzero(m)
-            if len(sel) == 0:
-                continue
-            rest = pc.invert(m) if rest is None else pc.and_(rest, pc.invert(m))
-            parts_g, bad = self._group(group, cand.take(sel), idx.take(sel))
-            if bad is not None:
-                back.append(sel.take(bad))
-            parts.extend(parts_g)
-        if rest is None:
-            rest_idx = None
-        else:
-            if back:
-                every = pc.indices_nonzero(pc.is_valid(cand))
-                rest = pc.or_(rest, pc.is_in(every, value_set=pa.concat_arrays(back)))
-            rest_idx = pc.indices_nonzero(rest)
-            idx, cand = idx.take(rest_idx), cand.take(rest_idx)
-        if len(idx) == 0:
-            return ChunkPass(n_newlines, [], [], [], [], parts)
-        lens = pc.add(pc.binary_length(lines), self._one)
-        ends = pc.cumulative_sum(lens).take(idx)
-        starts = pc.subtract(ends, lens.take(idx))
+        if self._fast:
+            ok = pc.and_(pc.and_(pc.equal(counts.take(idx), self._one),
+                                 pc.less_equal(pc.binary_length(cand), self._raw_limit)),
+                         pc.match_substring_regex(cand, _CLEAN))
+            sel = pc.indices_nonzero(ok)
+            if len(sel):
+                every = len(sel) == len(cand)
+                parts, taken = self._fast_parts(cand if every else cand.take(sel), idx if every else idx.take(sel))
+                if taken is None:
+                    taken = sel  # every offered line
+                elif not every:
+                    taken = sel.take(taken)
+                if len(taken) == len(cand):
+                    idx, cand = idx.slice(0, 0), cand.slice(0, 0)
+                elif len(taken):
+                    rest = pc.indices_nonzero(pc.invert(pc.is_in(pc.indices_nonzero(pc.is_valid(cand)), value_set=taken)))
+                    idx, cand = idx.take(rest), cand.take(rest)
         raws = cand.to_pylist()
         if len(raws) < 256:
             kws = [[k for k, kw in enumerate(self._keywords_b) if kw in raw] for raw in raws]
@@ -368,52 +438,84 @@ class ChunkPasser:
             for k, kw in enumerate(self.keywords):
                 for i in pc.indices_nonzero(pc.match_substring(cand, kw)).to_pylist():
                     kws[i].append(k)
-        return ChunkPass(n_newlines, idx.to_pylist(), starts.to_pylist(), raws, kws, parts)
+        return ChunkPass(n_newlines, idx.to_pylist(), raws, kws, parts)
 
-    def _group(self, group: list[_Fast], lines: Any, rel: Any) -> tuple[list[Part], Any]:
-        """The parts of one keyword group on its selected lines, and the positions left to Python."""
+    def _fast_parts(self, lines: Any, rel: Any) -> tuple[list[Part], Any]:
+        """The parts of the vectorised patterns on the offered lines, and the positions they took."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         found = []
         bad_parts = []
-        for f in group:
-            at = pc.indices_nonzero(pc.match_substring_regex(lines, f.pattern.regex.pattern))
-            if len(at) == 0:
-                continue  # matches nowhere on these lines: no hit, as in Python
-            sub = lines.take(at)
-            g = pc.extract_regex(sub, f.combined)
-            good = pc.is_valid(g)
-            if not f.keyword_in_prefix:
-                # Python tests the keyword on the message: its first occurrence must be there
-                kw_at = pc.find_substring(sub, f.pattern.keyword)
-                good = pc.and_(good, pc.greater_equal(kw_at, pc.binary_length(pc.struct_field(g, "env"))))
+        for f in self._fast:
+            if f.expect_all:
+                # the pattern took every line last time: extract first, test only the misses
+                g = pc.extract_regex(lines, f.combined)
+                good = pc.is_valid(g)
+                if pc.all(good).as_py():
+                    at = None
+                else:
+                    miss = pc.indices_nonzero(pc.invert(good))
+                    matched = pc.match_substring_regex(lines.take(miss), f.pattern.regex.pattern)
+                    keep = pc.or_(good, pc.is_in(pc.indices_nonzero(pc.is_valid(lines)), value_set=miss.filter(matched)))
+                    at = pc.indices_nonzero(keep)
+                    if len(at) == 0:
+                        f.expect_all = False
+                        continue
+                    g, good = g.take(at), good.take(at)
+            else:
+                at = pc.indices_nonzero(pc.match_substring_regex(lines, f.pattern.regex.pattern))
+                if len(at) == 0:
+                    continue  # matches nowhere on these lines: no hit, as in Python
+                if len(at) == len(lines):
+                    at = None
+                g = pc.extract_regex(lines if at is None else lines.take(at), f.combined)
+                good = pc.is_valid(g)
+            f.expect_all = at is None
+            if at is None:
+                at = pc.indices_nonzero(pc.is_valid(lines))
+            if f.overlaps is not None:
+                good = pc.and_(good, pc.invert(pc.match_substring_regex(lines.take(at), f.overlaps)))
             vals = {}
-            for fld in f.pattern.fields:
-                col = pc.replace_substring(pc.struct_field(g, fld.group), ",", "")
-                if fld.type == "int":
+            for fld in f.fields:
+                col = pc.struct_field(g, fld.group)
+                if fld.commas is not False:
+                    col = pc.replace_substring(col, ",", "")
+                if fld.commas is None and fld.kind == "int":
                     col = pc.replace_substring(col, "_", "")
                 col = pc.if_else(pc.equal(pc.binary_length(col), self._zero), self._null_bin, col)
-                valid = pc.match_substring_regex(col, _INT_OK if fld.type == "int" else _FLOAT_OK)
+                if fld.commas is None:
+                    valid = pc.match_substring_regex(col, _INT_OK if fld.kind == "int" else _FLOAT_OK)
+                else:
+                    valid = pc.less_equal(pc.binary_length(col), self._max_chars[fld.kind])
                 good = pc.and_kleene(good, pc.or_kleene(pc.is_null(col), valid))
-                vals[fld.name] = (col, fld.type)
+                vals[fld.name] = (col, fld.kind)
             good = pc.fill_null(good, False)
             if not pc.all(good).as_py():
                 bad_parts.append(at.filter(pc.invert(good)))
             found.append((f, at, g, good, vals))
+        if not found:
+            return [], pa.array([], pa.uint64())
         bad = pa.concat_arrays(bad_parts) if bad_parts else None
         parts = []
+        taken = []
         for f, at, g, good, vals in found:
             if bad is not None:
-                # a line another pattern of the group could not take goes to Python whole
+                # a line another pattern could not take goes to Python whole
                 good = pc.and_(good, pc.invert(pc.is_in(at, value_set=bad)))
-            take = pc.indices_nonzero(good)
-            if len(take) == 0:
-                continue
-            values = {name: col.take(take).cast(pa.large_string()).cast(pa.int64() if kind == "int" else pa.float64())
-                      for name, (col, kind) in vals.items()}
-            g = g.take(take)
-            at = at.take(take)
-            parts.append(Part(f.pattern, f.order, rel.take(at), lines.take(at),
+            if pc.all(good).as_py():
+                take = None
+            else:
+                take = pc.indices_nonzero(good)
+                if len(take) == 0:
+                    continue
+                g, at = g.take(take), at.take(take)
+            every = len(at) == len(lines)
+            taken.append(at)
+            values = {name: (col if take is None else col.take(take)).cast(pa.large_string())
+                      .cast(pa.int64() if kind == "int" else pa.float64()) for name, (col, kind) in vals.items()}
+            parts.append(Part(f.pattern, f.order, rel if every else rel.take(at), lines if every else lines.take(at),
                               *(pc.struct_field(g, n) for n in ("level", "ts", "pname", "prank", "pid")), values))
-        return parts, bad
+        if len(taken) == 1 and len(taken[0]) == len(lines):
+            return parts, None  # every offered line taken
+        return parts, pa.concat_arrays(taken) if taken else pa.array([], pa.uint64())
