@@ -96,6 +96,13 @@ def machine() -> dict[str, str]:
             "grep": subprocess.run(["grep", "--version"], capture_output=True, text=True).stdout.splitlines()[0]}
 
 
+def _loadavg() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
 def growth(xs: list[float], sizes: list[int]) -> str:
     """Per-step ratio of the figure against the ratio of the sizes (<= size ratio: linear or better)."""
     parts = []
@@ -130,6 +137,7 @@ def main() -> None:
     args = ap.parse_args()
     sizes = (args.sizes or ("16M,64M,256M" if args.quick else "64M,256M,1G")).split(",")
     rss_size = args.rss_size or ("1G" if args.quick else "4G")
+    load_start = _loadavg()
     work = Path(tempfile.mkdtemp(prefix="forensics-bench-", dir=args.tmp))
     kw = keywords_regex()
     rows = []
@@ -171,6 +179,7 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
 
     m = machine()
+    load_end = _loadavg()
     out = ["# Benchmarks", "",
            "Written by `bench/run.py`" + (" --quick" if args.quick else "") + f" on {time.strftime('%Y-%m-%d %H:%M')}. "
            "Each figure is measured beside its baseline in the same run, runs interleaved; "
@@ -181,6 +190,7 @@ def main() -> None:
         out += [args.note, ""]
     out += ["## Machine", "", f"- nproc: {m['nproc']}", f"- CPU: {m['cpu']}", f"- Python: {m['python']}",
             f"- baseline: {m['grep']}, `grep -cE` over the alternation of the {kw.count('|') + 1} literal pattern keywords",
+            f"- load average (1, 5, 15 min) at the start: {load_start}; at the end: {load_end}",
             "", "## Scan time against grep (target: scan <= 2x grep)", "",
             "| size | bytes | grep -cE (s) | forensics scan (s) | scan / grep | scan MB/s | scan max RSS (MiB) |",
             "|---|---:|---:|---:|---:|---:|---:|"]

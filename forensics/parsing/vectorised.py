@@ -106,19 +106,17 @@ def _sample_lines(patterns: PatternSet) -> list[str]:
             if isinstance(s.get("line"), str) and printable.match(s["line"]) and "^[" not in s["line"]]
 
 
-def _agrees(p: Pattern, lines: list[str]) -> bool:
+def _agrees(p: Pattern, lines: list[str], splits: list[Any], arr: Any) -> bool:
     """RE2 gives what Python gives for the pattern on every sample line, as the batch path runs it."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    arr = pa.array([ln.encode() for ln in lines], pa.large_binary())
     try:
         anywhere = pc.match_substring_regex(arr, p.regex.pattern).to_pylist()
         got = pc.extract_regex(arr, _combined(p)).to_pylist()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return False
-    for ln, any_, g in zip(lines, anywhere, got):
-        sp = split(ln)
+    for ln, sp, any_, g in zip(lines, splits, anywhere, got):
         m = p.regex.search(sp.message) if p.keyword in sp.message else None
         if m is not None and not any_:
             return False  # the DFA test would drop a line Python matches
@@ -183,10 +181,14 @@ class _Fast:
 
 def fast_groups(patterns: PatternSet, by_keyword: dict[str, list[Pattern]]) -> dict[str, list[_Fast]]:
     """Keyword -> its patterns, for the groups that take the batch path (checked on every sample)."""
+    import pyarrow as pa
+
     lines = _sample_lines(patterns)
+    splits = [split(ln) for ln in lines]
+    arr = pa.array([ln.encode() for ln in lines], pa.large_binary())
     out: dict[str, list[_Fast]] = {}
     for kw, group in by_keyword.items():
-        if all(vectorisable(p) for p in group) and all(_agrees(p, lines) for p in group):
+        if all(vectorisable(p) for p in group) and all(_agrees(p, lines, splits, arr) for p in group):
             out[kw] = [_Fast(p, k, _combined(p), [
                 _Field(f.name, f.group, f.type, _SAFE_GROUPS[f.type].get(group_source(p.regex.pattern, f.group) or ""))
                 for f in p.fields]) for k, p in enumerate(group)]
