@@ -150,8 +150,13 @@ def sql(statement: str, archive: str, fmt: str, out: str | None) -> None:
                 import pyarrow.parquet as pq
 
                 try:
-                    cur = con.execute(statement)
-                    table = cur.to_arrow_table() if hasattr(cur, "to_arrow_table") else cur.fetch_arrow_table()
+                    rel = con.sql(statement)  # a relation streams to Arrow without the DB-API copy
+                    if rel is None:
+                        raise ForensicsError("query returned no table", statement.split()[0],
+                                             hint="use a SELECT, WITH or DESCRIBE statement")
+                    table = rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()
+                except ForensicsError:
+                    raise
                 except Exception as exc:  # duckdb.Error, without importing duckdb here
                     raise ForensicsError("query failed", str(exc).splitlines()[0]) from None
                 pq.write_table(table, out)

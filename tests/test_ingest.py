@@ -188,6 +188,9 @@ def test_sql_is_read_only_and_formats(runner, tmp_path: Path) -> None:
     res = runner.invoke(cli, ["sql", "SELECT * FROM runs", "--archive", str(db), "--format", "parquet",
                               "--out", str(tmp_path / "runs.parquet")])
     assert res.exit_code == 0 and (tmp_path / "runs.parquet").exists()
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(tmp_path / "runs.parquet").num_rows == 2
     res = runner.invoke(cli, ["runs", "--archive", str(db)])
     assert "crashed_after_ready" in res.output and "llama__tp1__vllm__0001" in res.output
     assert q(db, "SELECT count(*) FROM runs") == [(2,)]
