@@ -345,3 +345,40 @@ def test_absurd_numbers_become_finite_or_none(v) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     pytest.main([__file__, "-q"])
+
+
+# ---------------------------------------------------------------- the batch path for stats lines
+
+_STATS_IDS = ("vllm.stats_v1", "vllm.stats_v0", "sglang.fill_batch_2024")
+_STATS_LINES = [s["line"] for p in PATTERNS.patterns if p.id in _STATS_IDS for s in p.samples]
+_EDITS = ["1", "12,3", "0.5", ".", ",", " ", "\t", "é", "^[", "\x1b[0m", "Avg prompt throughput: ", "Error",
+          "Exception", "Exceptio", "new fill batch. ", "(APIServer pid=1) ", "(VllmWorker rank=2 pid=3) ", "INFO ",
+          "WARNING ", "10-10 05:00:00 ", "[x.py:1] ", "99999999999999999999", "1" * 70, "e5", "nan", "%", " reqs",
+          "Engine 000: ", "\r", "_"]
+
+
+@st.composite
+def _mutated_stats_log(draw) -> bytes:
+    lines = []
+    for _ in range(draw(st.integers(1, 25))):
+        line = draw(st.sampled_from(_STATS_LINES))
+        for _ in range(draw(st.integers(0, 3))):
+            pos = draw(st.integers(0, len(line)))
+            if draw(st.booleans()):
+                line = line[:pos] + draw(st.sampled_from(_EDITS)) + line[pos:]
+            else:
+                line = line[:pos] + line[pos + draw(st.integers(1, 12)):]
+        lines.append(line)
+    return ("\n".join(lines) + "\n").encode()
+
+
+@SLOW
+@given(_mutated_stats_log())
+def test_batch_path_reads_mutated_stats_lines_as_python_does(data: bytes) -> None:
+    """Every fact, peak (with its evidence), error and runtime row, in order, on both paths."""
+    got = []
+    for fast in (False, True):
+        rows: list = []
+        res = scan_stream(io.BytesIO(data), "x.log", PATTERNS, on_runtime=rows.append, fast=fast)
+        got.append((repr(res), rows))
+    assert got[0] == got[1]
