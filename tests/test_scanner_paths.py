@@ -104,6 +104,18 @@ def test_line_numbers_with_carriage_returns_and_no_final_newline(monkeypatch) ->
         assert _hits(data, fast=fast) == want
 
 
+@pytest.mark.parametrize("chunk", [300, 4 << 20])
+def test_http_200_after_the_fatal_line_counted_alike(monkeypatch, chunk: int) -> None:
+    ok = '(APIServer pid=1) INFO:     127.0.0.1:5 - "POST /v1/completions HTTP/1.1" 200 OK'
+    fatal = ("(APIServer pid=1) ERROR 10-10 23:59:58 [async_llm.py:480] vllm.v1.engine.exceptions.EngineDeadError: "
+             "EngineCore encountered an issue. See stack trace (above) for the root cause.")
+    data = "\n".join([ok] * 7 + [fatal, "x", ok, "y", ok, ok] + ["z"] * 9 + [ok]).encode() + b"\n"
+    monkeypatch.setattr(scanner_mod, "CHUNK", chunk)
+    monkeypatch.setattr(scanner_mod, "SMALL", chunk)
+    got = {fast: _hits(data, fast)[2] for fast in (False, True)}
+    assert got[False] == got[True] == (4, 10, ok)
+
+
 def _stats(prefix: str, running: int, kv: float, tail: str = "") -> str:
     return (f"{prefix}INFO 10-10 05:00:{running % 60:02d} [loggers.py:123] Engine 000: Avg prompt throughput: 1,234.5 tokens/s, "
             f"Avg generation throughput: 99.0 tokens/s, Running: {running} reqs, Waiting: 3 reqs, "

@@ -106,6 +106,13 @@ def _sample_lines(patterns: PatternSet) -> list[str]:
             if isinstance(s.get("line"), str) and printable.match(s["line"]) and "^[" not in s["line"]]
 
 
+def _env_agrees(line: str, sp: Any, groups: dict[str, bytes]) -> bool:
+    """The envelope groups RE2 read off a line say what `envelope.split` says of it."""
+    env = {k: groups[k].decode() for k in _ENV_GROUPS}
+    return (line[len(env["env"]):].strip(), rank_of(env["pname"], env["prank"], env["pid"]), env["level"],
+            env["ts"] or None) == (sp.message, sp.rank, sp.level, sp.time)
+
+
 def _agrees(p: Pattern, lines: list[str], splits: list[Any], arr: Any) -> bool:
     """RE2 gives what Python gives for the pattern on every sample line, as the batch path runs it."""
     import pyarrow as pa
@@ -124,9 +131,7 @@ def _agrees(p: Pattern, lines: list[str], splits: list[Any], arr: Any) -> bool:
             continue      # the line would go to Python
         if m is None:
             return False
-        env = {k: g[k].decode() for k in _ENV_GROUPS}
-        if (ln[len(env["env"]):].strip(), rank_of(env["pname"], env["prank"], env["pid"]), env["level"],
-                env["ts"] or None) != (sp.message, sp.rank, sp.level, sp.time):
+        if not _env_agrees(ln, sp, g):
             return False
         if {k: v or "" for k, v in m.groupdict().items()} != {k: g[k].decode() for k in p.regex.groupindex}:
             return False
@@ -182,10 +187,15 @@ class _Fast:
 def fast_groups(patterns: PatternSet, by_keyword: dict[str, list[Pattern]]) -> dict[str, list[_Fast]]:
     """Keyword -> its patterns, for the groups that take the batch path (checked on every sample)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     lines = _sample_lines(patterns)
     splits = [split(ln) for ln in lines]
     arr = pa.array([ln.encode() for ln in lines], pa.large_binary())
+    # the envelope regex against envelope.split on every sample line it reads, whatever its pattern
+    for ln, sp, env in zip(lines, splits, pc.extract_regex(arr, _ENV_RE2).to_pylist()):
+        if env is not None and not _env_agrees(ln, sp, env):
+            return {}
     out: dict[str, list[_Fast]] = {}
     for kw, group in by_keyword.items():
         if all(vectorisable(p) for p in group) and all(_agrees(p, lines, splits, arr) for p in group):
