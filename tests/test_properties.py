@@ -382,3 +382,10 @@ def test_batch_path_reads_mutated_stats_lines_as_python_does(data: bytes) -> Non
         res = scan_stream(io.BytesIO(data), "x.log", PATTERNS, on_runtime=rows.append, fast=fast)
         got.append((repr(res), rows))
     assert got[0] == got[1]
+
+
+def test_odd_literals_do_not_warn_on_stderr(recwarn) -> None:
+    """Text like `1and 2` makes Python's compiler print a SyntaxWarning; a scan must stay quiet."""
+    assert pyrepr.value("1and 2") == "1and 2" and pyrepr.value("0x1for") == "0x1for"
+    assert pyrepr.mapping("{'a': 1if 2 else 3}") == {"a": "1if 2 else 3"}
+    assert not [w for w in recwarn if issubclass(w.category, SyntaxWarning)]

@@ -7,6 +7,7 @@ yields every complete item before the cut and nothing after it.
 from __future__ import annotations
 
 import ast
+import warnings
 from typing import Any
 
 _OPEN = {"(": ")", "[": "]", "{": "}"}
@@ -51,13 +52,20 @@ def split_top(text: str, sep: str = ",") -> tuple[list[str], bool]:
     return out, complete
 
 
+def _literal(text: str) -> Any:
+    """`ast.literal_eval`, silent: log text such as `0x` or `1_a` makes the compiler warn on stderr."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        return ast.literal_eval(text)
+
+
 def value(text: str) -> Any:
     """A literal value, or the stripped text when it is not a Python literal."""
     text = text.strip()
     if not text:
         return None
     try:
-        return ast.literal_eval(text)
+        return _literal(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
         pass
     if text in ("None", "True", "False"):
@@ -120,7 +128,7 @@ def mapping(text: str) -> dict[str, Any] | None:
         return None
     body = text[start:]
     try:
-        val = ast.literal_eval(body.strip())
+        val = _literal(body.strip())
         if isinstance(val, dict):
             return {str(k): v for k, v in val.items()}
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
