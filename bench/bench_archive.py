@@ -61,6 +61,16 @@ def main() -> None:
     t = time.perf_counter()
     subprocess.run([str(exe), "ingest", str(camp), "--archive", str(db)], check=True)
     ingest_s = time.perf_counter() - t
+    # every built-in rule through the CLI, findings stored, as CI would run it
+    t = time.perf_counter()
+    chk = subprocess.run([str(exe), "check", "--archive", str(db), "--format", "json", "--fail-on", "never"],
+                         capture_output=True, text=True)
+    check_s = time.perf_counter() - t
+    if chk.returncode != 0:
+        raise SystemExit(f"forensics check failed ({chk.returncode}): {chk.stderr[-2000:]}")
+    import json
+
+    n_findings = len(json.loads(chk.stdout or "[]"))
 
     import duckdb
 
@@ -88,6 +98,8 @@ def main() -> None:
         print(f"| rows in `{k}` | {v:,} |")
     print(f"| ingest wall time | {ingest_s:,.1f} s ({counts['runs'] / ingest_s:,.2f} runs/s, "
           f"{size / 2**20 / ingest_s:,.1f} MiB/s) |")
+    print(f"| `forensics check` (every built-in rule, findings stored; one run) | {check_s:,.1f} s, {n_findings:,} findings |")
+    print(f"| ingest + check | {ingest_s + check_s:,.1f} s |")
     print(f"| typical rule-style query (concurrency over requested cap, median TTFT per point; median of 3) | {typical_s * 1000:,.0f} ms |")
     for rid, s in rule_times:
         print(f"| rule `{rid}` (median of 3) | {s * 1000:,.0f} ms |")
