@@ -203,14 +203,21 @@ def test_fast_groups_are_the_stats_patterns_and_a_regex_re2_reads_differently_is
     assert "Avg prompt throughput:" not in fast_groups(ps2, ps2.by_keyword())
 
 
-def test_group_source() -> None:
-    from forensics.parsing.vectorised import group_source
+def test_group_form_reads_the_group_not_its_spelling() -> None:
+    import dataclasses
+    import re
 
-    rx = r"a (?P<x>\d[\d,]*(?:\.\d+)?) b (?P<y>[)(\]]+(?:x|\)))(?P<z>[]a])"
-    assert group_source(rx, "x") == r"\d[\d,]*(?:\.\d+)?"
-    assert group_source(rx, "y") == r"[)(\]]+(?:x|\))"
-    assert group_source(rx, "z") == "[]a]"
-    assert group_source(rx, "w") is None
+    from forensics.parsing.vectorised import _safe_forms, group_form
+
+    p = next(p for p in load_all().patterns if p.id == "vllm.stats_v1")
+    safe = _safe_forms()
+    assert safe["float"][group_form(p, "prompt_throughput")] is True      # \d[\d,]*(?:\.\d+)?: commas possible
+    assert safe["int"][group_form(p, "running")] is False                 # \d+
+    # an escaped `\(?P<x>` before the real group is text, not the group
+    odd = dataclasses.replace(p, regex=re.compile(r"a \(?P<x>\d+\) (?P<x>[\d.]+) (?P<y>(?:\d+))"))
+    assert group_form(odd, "x") == group_form(dataclasses.replace(p, regex=re.compile(r"(?P<x>[\d.]+)")), "x")
+    assert group_form(odd, "x") not in safe["float"]
+    assert group_form(odd, "y") in safe["int"] and group_form(odd, "w") is None
 
 
 def test_overlap_strings() -> None:

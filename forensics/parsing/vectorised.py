@@ -9,7 +9,7 @@ aggregate, rows only when asked for).
 
 A line takes this path only when nothing about it can make RE2 and Python differ: printable
 ASCII or tab (so \\s, \\w, \\d and str.strip agree) with no trailing blank, no caret-notation
-escape, no other keyword, not longer than RAW_LIMIT, and an envelope of the plain vLLM form
+escape, one keyword match and no other keyword, not longer than RAW_LIMIT, and an envelope of the plain vLLM form
 (`_ENV_RE2`: an optional process prefix, then the `LEVEL [MM-DD HH:MM:SS] [file.py:N]`
 header), which `envelope.split` peels the same way (checked on every sample line).
 
@@ -18,9 +18,9 @@ run of anything, then the pattern (`_combined`). Every part of `_ENV_RE2` has on
 match (each optional part starts with a character its alternative cannot start with, and
 each repeat stops at a character it cannot take), so the envelope groups are the ones the
 envelope alone gives, and the lazy run makes the pattern's match the leftmost one after the
-envelope: the match Python's `search` finds in the message. Anchored, RE2 reads the groups in
-one forward pass (3-4x cheaper than an unanchored extraction, which must first find where
-the match starts). A pattern that matches nowhere in the line (a plain DFA test, the cheapest
+envelope: the match Python's `search` finds in the message. Anchored, RE2 reads every group
+in one call, about half the cost of the envelope and an unanchored extraction (which must
+first find where the match starts) run one after the other (docs/scan-design.md). A pattern that matches nowhere in the line (a plain DFA test, the cheapest
 RE2 call) yields nothing there, as in Python; a line where the test says yes but the
 anchored form fails, or a field text that would not convert the same way, goes to Python.
 """
@@ -138,32 +138,47 @@ def _agrees(p: Pattern, lines: list[str], splits: list[Any], arr: Any) -> bool:
     return True
 
 
-def group_source(regex: str, name: str) -> str | None:
-    """The text of the named group `(?P<name>...)` in a regex (None if not found)."""
-    start = regex.find(f"(?P<{name}>")
-    if start < 0:
+def _subpatterns(av: Any) -> Any:
+    """The parsed sub-patterns inside one node's arguments."""
+    from re import _parser  # type: ignore[attr-defined]
+
+    if isinstance(av, _parser.SubPattern):
+        yield av
+    elif isinstance(av, (tuple, list)):
+        for x in av:
+            yield from _subpatterns(x)
+
+
+def group_form(p: Pattern, group: str) -> str | None:
+    """The parsed form of a named group of the pattern, as text (None if not found)."""
+    from re import _parser  # type: ignore[attr-defined]
+
+    def find(sub: Any, gi: int) -> Any:
+        for op, av in sub.data:
+            if op is _parser.SUBPATTERN and av[0] == gi:
+                return av[3]
+            for inner in _subpatterns(av):
+                got = find(inner, gi)
+                if got is not None:
+                    return got
         return None
-    i = body = start + len(name) + 5
-    depth, in_class = 1, False
-    while i < len(regex):
-        c = regex[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            if regex[i + 1: i + 2] == "]":
-                i += 1  # a `]` right after `[` is a member
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return regex[body:i]
-        i += 1
-    return None
+
+    gi = p.regex.groupindex.get(group)
+    if gi is None:
+        return None
+    try:
+        found = find(_parser.parse(p.regex.pattern, p.regex.flags), gi)
+    except Exception:  # noqa: BLE001 - any doubt: checked value by value
+        return None
+    return None if found is None else repr(found.data)
+
+
+def _safe_forms() -> dict[str, dict[str, bool]]:
+    """`_SAFE_GROUPS` by parsed form (so `[0-9]+`, `\\d+` and a group spelled oddly compare right)."""
+    from re import _parser  # type: ignore[attr-defined]
+
+    return {kind: {repr(_parser.parse(src).data): commas for src, commas in forms.items()}
+            for kind, forms in _SAFE_GROUPS.items()}
 
 
 @dataclass(slots=True)
@@ -196,11 +211,12 @@ def fast_groups(patterns: PatternSet, by_keyword: dict[str, list[Pattern]]) -> d
     for ln, sp, env in zip(lines, splits, pc.extract_regex(arr, _ENV_RE2).to_pylist()):
         if env is not None and not _env_agrees(ln, sp, env):
             return {}
+    safe = _safe_forms()
     out: dict[str, list[_Fast]] = {}
     for kw, group in by_keyword.items():
         if all(vectorisable(p) for p in group) and all(_agrees(p, lines, splits, arr) for p in group):
             out[kw] = [_Fast(p, k, _combined(p), [
-                _Field(f.name, f.group, f.type, _SAFE_GROUPS[f.type].get(group_source(p.regex.pattern, f.group) or ""))
+                _Field(f.name, f.group, f.type, safe[f.type].get(group_form(p, f.group) or ""))
                 for f in p.fields]) for k, p in enumerate(group)]
     return out
 
