@@ -74,7 +74,7 @@ def main() -> None:
     print(f"`bench/bench_rules.py`: an archive built in DuckDB with {args.runs:,} runs, {args.requests:,} request rows "
           f"and {args.gpu_samples:,} GPU samples (built in {build_s:.1f} s); each built-in rule run 3 times on a "
           f"read-only connection, median shown. Target: every rule under 1 s. {os.cpu_count()} cores, "
-          f"1-minute load average {load:.1f} at the end (other work shared the machine).\n")
+          f"1-minute load average {load:.1f} at the end.\n")
     print("| rule | median | findings | under 1 s |\n|---|---:|---:|---|")
     for rid, s, n in rows:
         print(f"| `{rid}` | {s * 1000:,.0f} ms | {n:,} | {'yes' if s < 1 else 'NO'} |")
