@@ -21,6 +21,9 @@ def _fail(exc: ForensicsError) -> None:
 @click.version_option(package_name="forensics")
 def cli() -> None:
     """Read what vLLM and SGLang really did, with evidence, and check it."""
+    import forensics.parsing
+
+    forensics.parsing.OWN_PROCESS = True  # this process is ours: see forensics/parsing/__init__.py
 
 
 @cli.command()

@@ -233,3 +233,31 @@ def test_vectorised_path_is_taken_for_vllm_stats(synthetic_log: bytes) -> None:
     batches = [b for b in sc.scan(io.BytesIO(synthetic_log), fast=True, batches=True)
                if isinstance(b, scanner_mod.RuntimeBatch)]
     assert sum(len(b) for b in batches) > 1000
+
+
+def test_cli_process_uses_a_returning_pool_and_a_library_process_is_left_alone(synthetic_log: bytes, tmp_path) -> None:
+    log = tmp_path / "big.log"
+    log.write_bytes(synthetic_log)  # over SMALL: the batch path runs
+    probe = ("import sys, pyarrow as pa\n"
+             "from forensics.cli import cli\n"
+             "from forensics.scan import scan_file\n"
+             "if sys.argv[1] == 'cli':\n"
+             "    try:\n"
+             "        cli(['scan', '--format', 'json', sys.argv[2]], standalone_mode=False)\n"
+             "    except SystemExit:\n"
+             "        pass\n"
+             "else:\n"
+             "    scan_file(sys.argv[2])\n"
+             "print(pa.default_memory_pool().backend_name, file=sys.stderr)\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+
+    def backend(mode: str, **extra: str) -> str:
+        out = subprocess.run([sys.executable, "-c", probe, mode, str(log)], capture_output=True, text=True,
+                             env={**env, **extra}, check=True)
+        return out.stderr.strip().splitlines()[-1]
+
+    plain = subprocess.run([sys.executable, "-c", "import pyarrow as pa; print(pa.default_memory_pool().backend_name)"],
+                           capture_output=True, text=True, env=env, check=True).stdout.strip()
+    assert backend("cli") in ("jemalloc", "system")
+    assert backend("library") == plain                     # pyarrow's own default, untouched
+    assert backend("cli", ARROW_DEFAULT_MEMORY_POOL="system") == "system"   # the user's choice stands

@@ -25,7 +25,7 @@ from forensics.parsing.vectorised import re2_escape as _re2_escape  # noqa: F401
 
 __all__ = ["Hit", "RuntimeBatch", "Scanner", "iter_chunks", "RAW_LIMIT"]
 
-CHUNK = 4 << 20           # bytes per read on the fast path (small: chunks in flight bound peak memory)
+CHUNK = 6 << 20           # bytes per read on the fast path (chunks in flight bound peak memory)
 SMALL = 2 << 20           # inputs up to this size stay on the pure-Python path
 MAX_LINE = 8 << 20        # a line longer than this is cut into pieces (a 50 MB line is no reason to fail)
 HTTP_OK = b'HTTP/1.1" 200'

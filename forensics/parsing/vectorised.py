@@ -26,10 +26,12 @@ anchored form fails, or a field text that would not convert the same way, goes t
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from forensics import parsing
 from forensics.parsing.envelope import split
 from forensics.parsing.hit import RAW_LIMIT, Hit
 from forensics.parsing.spec import Pattern, PatternSet
@@ -388,6 +390,15 @@ def overlap_strings(kw: str, keywords: list[str]) -> list[str] | None:
     return sorted(set(out))
 
 
+def _returning_pool(pa: Any) -> None:
+    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        return  # the user chose
+    try:
+        pa.set_memory_pool(pa.jemalloc_memory_pool())
+    except (NotImplementedError, pa.ArrowNotImplementedError):
+        pa.set_memory_pool(pa.system_memory_pool())
+
+
 class ChunkPasser:
     """The worker-thread pass over one chunk: candidate lines, and the vectorised runtime hits.
 
@@ -406,6 +417,8 @@ class ChunkPasser:
     def __init__(self, patterns: PatternSet, by_keyword: dict[str, list[Pattern]]) -> None:
         import pyarrow as pa
 
+        if parsing.OWN_PROCESS:
+            _returning_pool(pa)
         self.keywords = list(by_keyword)
         self._keywords_b = [k.encode() for k in self.keywords]
         self.alt = keyword_alternation(self.keywords)
