@@ -2,7 +2,8 @@
 
     python fuzz/run.py TARGET [--seconds 600] [--corpus DIR] [--out DIR]
 
-TARGET is one of: lines (envelope.split + the log scanner, both paths), repr (pyrepr),
+TARGET is one of: lines (envelope.split + the log scanner, both paths), paths (the Python
+and the RE2/batch path of the scanner must give the same result and rows), repr (pyrepr),
 command (launch commands), importers (every importer's sniff and read, and detect).
 
 A target fails when a parser raises, breaks an invariant (a problem without file/line, a
@@ -35,7 +36,7 @@ except ImportError:  # not a project dependency: only this tool needs it
 ROOT = Path(__file__).resolve().parent.parent
 MAX_LEN = 16384
 SLOW_S = 5.0
-TARGETS = ("lines", "repr", "command", "importers")
+TARGETS = ("lines", "paths", "repr", "command", "importers")
 
 with atheris.instrument_imports(include=["forensics"]):
     from forensics import importers
@@ -69,6 +70,19 @@ def t_lines(data: bytes) -> None:
     for e in res.errors:
         if e.evidence.line < 1:
             raise Failure(f"error cites line {e.evidence.line}")
+
+
+def t_paths(data: bytes) -> None:
+    global _PATTERNS
+    if _PATTERNS is None:
+        _PATTERNS = load_all()
+    got = []
+    for fast in (False, True):
+        rows: list = []
+        res = scan_stream(io.BytesIO(data), "fuzz.log", _PATTERNS, on_runtime=rows.append, fast=fast)
+        got.append((repr(res), rows))
+    if got[0] != got[1]:
+        raise Failure("the Python and the RE2 path disagree")
 
 
 def t_repr(data: bytes) -> None:
@@ -118,14 +132,14 @@ def t_importers(data: bytes) -> None:
                     raise Failure(f"{imp.TOOL}: {table} row with unknown columns {sorted(set(row) - set(cols))}")
 
 
-FUNCS = {"lines": t_lines, "repr": t_repr, "command": t_command, "importers": t_importers}
+FUNCS = {"lines": t_lines, "paths": t_paths, "repr": t_repr, "command": t_command, "importers": t_importers}
 
 
 # ---------------------------------------------------------------- seeds
 
 def _seed_files(target: str) -> list[Path]:
     fx = ROOT / "fixtures"
-    if target == "lines":
+    if target in ("lines", "paths"):
         return sorted(fx.glob("corpus/*/*.log"))
     if target == "repr":
         return sorted(fx.glob("corpus/*/*.log"))  # ServerArgs(...) and config lines live in the logs
