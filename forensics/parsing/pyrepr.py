@@ -53,7 +53,7 @@ def split_top(text: str, sep: str = ",") -> tuple[list[str], bool]:
 
 
 def _literal(text: str) -> Any:
-    """`ast.literal_eval`, silent: log text such as `0x` or `1_a` makes the compiler warn on stderr."""
+    """`ast.literal_eval`, silent: log text such as `1and 2` or `0x1for` makes the compiler warn on stderr."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SyntaxWarning)
         return ast.literal_eval(text)
