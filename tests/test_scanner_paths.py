@@ -220,6 +220,29 @@ def test_group_form_reads_the_group_not_its_spelling() -> None:
     assert group_form(odd, "y") in safe["int"] and group_form(odd, "w") is None
 
 
+def test_two_vectorised_patterns_on_one_line_leave_the_other_lines_to_python() -> None:
+    """A line both patterns take is one line: the candidate lines beside it still reach Python."""
+    import dataclasses
+
+    from forensics.parsing.spec import PatternSet
+
+    ps = load_all()
+    v1 = next(p for p in ps.patterns if p.id == "vllm.stats_v1")
+    twin = dataclasses.replace(v1, id="vllm.stats_v1_twin")
+    both = PatternSet([*ps.patterns, twin])
+    lines = [_stats("(APIServer pid=1) ", n, 1.0) for n in range(5)]
+    lines += [f"(APIServer pid=1) ERROR 10-10 05:00:0{n} [core.py:1] RuntimeError: CUDA error: an illegal memory access"
+              for n in range(5)]
+    data = ("\n".join(lines) + "\n").encode()
+
+    def hits(fast: bool) -> list:
+        return [(h.line, h.pattern.id, h.values) for h in Scanner(both).scan(io.BytesIO(data), fast=fast)]
+
+    want = hits(False)
+    assert {pid for _, pid, _ in want} >= {"vllm.stats_v1", "vllm.stats_v1_twin"} and len(want) > 10
+    assert hits(True) == want
+
+
 def test_overlap_strings() -> None:
     from forensics.parsing.vectorised import overlap_strings
 

@@ -559,4 +559,7 @@ class ChunkPasser:
                               *(pc.struct_field(g, n) for n in ("level", "ts", "pname", "prank", "pid")), values))
         if len(taken) == 1 and len(taken[0]) == len(lines):
             return parts, None  # every offered line taken
-        return parts, pa.concat_arrays(taken) if taken else pa.array([], pa.uint64())
+        if not taken:
+            return parts, pa.array([], pa.uint64())
+        # two patterns of a group may both match a line: count it once
+        return parts, pc.unique(pa.concat_arrays(taken)) if len(taken) > 1 else taken[0]
