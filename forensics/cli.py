@@ -40,7 +40,12 @@ def scan(file: str, fmt: str, cmd: str | None, unmatched: bool, fail_on: str) ->
     from forensics.scan import scan_file
 
     try:
-        res = scan_file(file, cmd=cmd)
+        size = _progress_size(file)
+        if size is None:
+            res = scan_file(file, cmd=cmd)
+        else:
+            with click.progressbar(length=size, label="scanning", file=sys.stderr) as bar:
+                res = scan_file(file, cmd=cmd, on_progress=bar.update)
     except ForensicsError as exc:
         _fail(exc)
         return
@@ -62,6 +67,20 @@ def scan(file: str, fmt: str, cmd: str | None, unmatched: bool, fail_on: str) ->
         click.echo(render.scan_table(res), nl=False)
     if fail_on != "never" and any(severity_rank(f.severity) >= severity_rank(fail_on) for f in res.findings):
         sys.exit(EXIT_FINDINGS)
+
+
+PROGRESS_MIN = 64 << 20  # a scan of a smaller log is over before a bar would help
+
+
+def _progress_size(file: str) -> int | None:
+    """The byte count for a scan progress bar: an uncompressed log of PROGRESS_MIN or more,
+    scanned with a terminal on stderr (pipes and CI logs get no bar)."""
+    if not sys.stderr.isatty():
+        return None
+    from forensics.parsing.reader import plain_size
+
+    size = plain_size(file)
+    return size if size is not None and size >= PROGRESS_MIN else None
 
 
 @cli.command()

@@ -327,16 +327,18 @@ def _outcome(c: _Collector, errors: list[FatalError]) -> str:
 def scan_stream(stream: BinaryIO, source: str, patterns: PatternSet | None = None,
                 on_runtime: Callable[[RuntimeRow], None] | None = None,
                 fast: bool | None = None,
-                on_runtime_batch: Callable[[list[RuntimeRow]], None] | None = None) -> ScanResult:
+                on_runtime_batch: Callable[[list[RuntimeRow]], None] | None = None,
+                on_progress: Callable[[int], None] | None = None) -> ScanResult:
     """Scan a decompressed byte stream; see `scan_file`.
 
     `on_runtime_batch`, if given, receives the stats rows as lists (in file order, one list
-    per chunk at most) instead of one `on_runtime` call per row.
+    per chunk at most) instead of one `on_runtime` call per row. `on_progress` receives the
+    number of bytes of each chunk read (a progress bar's increments).
     """
     patterns = patterns or load_all()
     scanner = Scanner(patterns)
     col = _Collector(source, on_runtime, on_runtime_batch)
-    for hit in scanner.scan(stream, fast=fast, batches=True):
+    for hit in scanner.scan(stream, fast=fast, batches=True, progress=on_progress):
         if type(hit) is RuntimeBatch:
             col.add_batch(hit)
         else:
@@ -390,7 +392,8 @@ def _derive(res: ScanResult) -> None:
 
 
 def scan_file(path: str | Path, cmd: str | Path | None = None, patterns: PatternSet | None = None,
-              on_runtime: Callable[[RuntimeRow], None] | None = None, fast: bool | None = None) -> ScanResult:
+              on_runtime: Callable[[RuntimeRow], None] | None = None, fast: bool | None = None,
+              on_progress: Callable[[int], None] | None = None) -> ScanResult:
     """Scan an engine log (plain, .gz, .zst or `-` for stdin) into facts and an outcome.
 
     Args:
@@ -399,6 +402,7 @@ def scan_file(path: str | Path, cmd: str | Path | None = None, patterns: Pattern
         patterns: the pattern set (the shipped one by default).
         on_runtime: called with every stats row, in file order (the archive stores them).
         fast: force the scanner's RE2 path on or off (tests compare both).
+        on_progress: called with the number of (decompressed) bytes of each chunk read.
 
     Raises:
         InputError: the log or the command file cannot be read.
@@ -407,7 +411,7 @@ def scan_file(path: str | Path, cmd: str | Path | None = None, patterns: Pattern
 
     stream, source = open_log(path)
     with stream:
-        res = scan_stream(stream, source, patterns, on_runtime, fast)
+        res = scan_stream(stream, source, patterns, on_runtime, fast, on_progress=on_progress)
     cmd_path = Path(cmd) if cmd else None
     if cmd_path is None and source != "<stdin>":
         guess = Path(source).with_name("cmd.sh")

@@ -140,3 +140,31 @@ def test_unmatched_groups_fact_like_lines(runner, tmp_path: Path) -> None:
     groups = json.loads(result.output)
     assert groups[0]["template"] == "Frobnicated KV pool: <N> tokens in <N> s"
     assert groups[0]["count"] == 2 and groups[0]["first_line"] == 1
+
+
+def test_scan_progress_counts_every_byte_and_shows_only_on_a_terminal(tmp_path: Path, monkeypatch) -> None:
+    import io
+
+    from forensics import cli as cli_mod
+    from forensics.scan import scan_file
+
+    src = CORPUS / "vllm" / "04_v1-small-model-kv-tokens-progressbars.log"
+    log = tmp_path / "big.log"
+    log.write_bytes(src.read_bytes() * 2500)  # ~3 MB: past SMALL, so the RE2 path's chunks are counted
+    seen: list[int] = []
+    scan_file(log, on_progress=seen.append)
+    assert sum(seen) == log.stat().st_size and len(seen) >= 2
+    gz = tmp_path / "big.log.gz"
+    gz.write_bytes(gzip.compress(log.read_bytes()))
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(cli_mod, "PROGRESS_MIN", 1 << 20)
+    monkeypatch.setattr(cli_mod.sys, "stderr", Tty())
+    assert cli_mod._progress_size(str(log)) == log.stat().st_size
+    assert cli_mod._progress_size(str(gz)) is None          # compressed: its size is not what is read
+    assert cli_mod._progress_size(str(src)) is None         # small: over before a bar helps
+    monkeypatch.setattr(cli_mod.sys, "stderr", io.StringIO())
+    assert cli_mod._progress_size(str(log)) is None         # not a terminal: no bar

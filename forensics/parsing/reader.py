@@ -51,6 +51,20 @@ def open_log(path: str | os.PathLike[str]) -> tuple[BinaryIO, str]:
     return _decompress(fh, name), name
 
 
+def plain_size(path: str | os.PathLike[str]) -> int | None:
+    """The size of an uncompressed regular file (what a scan of it will read), else None."""
+    try:
+        if str(path) == "-" or not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+        if head.startswith(GZIP_MAGIC) or head.startswith(ZSTD_MAGIC):
+            return None
+        return os.path.getsize(path)
+    except OSError:
+        return None
+
+
 ZSTD_FEED = 16384  # compressed bytes per zstd step: bounds what one step can inflate to (512 MiB)
 
 

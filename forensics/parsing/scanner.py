@@ -15,7 +15,7 @@ import re
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 from forensics.parsing.envelope import split
 from forensics.parsing.hit import RAW_LIMIT, Hit
@@ -199,7 +199,8 @@ class Scanner:
                 found.extend(pats)
         return found
 
-    def scan(self, stream: BinaryIO, fast: bool | None = None, batches: bool = False) -> Iterator[Hit | RuntimeBatch]:
+    def scan(self, stream: BinaryIO, fast: bool | None = None, batches: bool = False,
+             progress: Callable[[int], None] | None = None) -> Iterator[Hit | RuntimeBatch]:
         """Yield every hit in the stream.
 
         Args:
@@ -209,6 +210,7 @@ class Scanner:
             batches: yield the hits of the vectorised runtime patterns of each chunk as one
                 `RuntimeBatch` after the chunk's other hits (one per chunk, possibly empty; the
                 caller orders by line where it matters). Without it they are `Hit`s in file order.
+            progress: called with the number of bytes of each chunk once its hits are out.
 
         On the RE2 path the keyword pass of the next chunks runs in worker threads (pyarrow
         releases the GIL) while this thread matches the candidate lines of the current one.
@@ -293,6 +295,8 @@ class Scanner:
                     n += 0 if len(chunk) > MAX_LINE else 1
                 line_base += n
                 self.lines_read = line_base - 1
+                if progress is not None:
+                    progress(len(chunk))
         finally:
             if pool is not None:
                 for _, fut in pending:
