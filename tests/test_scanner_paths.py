@@ -152,6 +152,10 @@ def _mixed_log(synthetic_log: bytes) -> bytes:
         # a keyword overlapping the vectorised one ("Exception" + "new fill batch."): Python path
         "INFO 10-10 05:01:03 [scheduler.py:9] Exceptionew fill batch. #seq: 3. #cached_token: 0. #new_token: 12. "
         "#remaining_req: 3. #running_req: 78.",
+        # a CRLF line: batch path without its `\r`, as Python reads it; and a `\r` inside: Python path
+        _stats("(APIServer pid=1) ", 79, 5.0) + "\r",
+        _stats("(APIServer pid=1) ", 80, 6.0).replace("Waiting", "\rWaiting"),
+        _stats("(APIServer pid=1) ", 81, 7.0, tail=" ") + "\r",
         # another keyword on the line: Python path
         _stats("(APIServer pid=1) ", 77, 4.0, tail=" EngineDeadError"),
     ]
@@ -241,6 +245,27 @@ def test_two_vectorised_patterns_on_one_line_leave_the_other_lines_to_python() -
     want = hits(False)
     assert {pid for _, pid, _ in want} >= {"vllm.stats_v1", "vllm.stats_v1_twin"} and len(want) > 10
     assert hits(True) == want
+
+
+def test_clean_line_regex_is_the_python_definition() -> None:
+    """`_CLEAN` (RE2) accepts exactly the lines the batch path may take, on random strings."""
+    import random
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from forensics.parsing.vectorised import _CLEAN
+
+    def clean(s: str) -> bool:
+        s = s[:-1] if s.endswith("\r") else s
+        return (bool(s) and all(c == "\t" or " " <= c <= "~" for c in s) and "^[" not in s
+                and s[-1] not in " \t")
+
+    rng = random.Random(7)
+    alphabet = ["a", " ", "\t", "^", "[", "]", "\\", "~", "\x7f", "é", "\x1b", "\r", "Z"]
+    cases = sorted({"".join(rng.choice(alphabet) for _ in range(rng.randint(0, 7))) for _ in range(60_000)})
+    got = pc.match_substring_regex(pa.array([c.encode() for c in cases], pa.large_binary()), _CLEAN).to_pylist()
+    assert [c for c, g in zip(cases, got) if g != clean(c)] == []
 
 
 def test_overlap_strings() -> None:

@@ -37,9 +37,11 @@ from forensics.parsing.hit import RAW_LIMIT, Hit
 from forensics.parsing.spec import Pattern, PatternSet
 
 _PRINTABLE = r"^[\t\x20-\x7e]*[\x21-\x7e]$"   # printable ASCII or tab, no trailing blank
-# The same, and no caret-notation escape (`^[`, which `envelope.clean` removes anywhere)
+# The same, and no caret-notation escape (`^[`, which `envelope.clean` removes anywhere); one
+# `\r` may end the line (a CRLF log): the scanner's Python path splits a line at `\r` and
+# skips the empty piece after it, so the batch path reads the line without it.
 _CLEAN = (r"^(?:[\t\x20-\x5d\x5f-\x7e]|\^+[\t\x20-\x5a\x5c\x5d\x5f-\x7e])*"
-          r"(?:[\x21-\x5d\x5f-\x7e]|\^+[\x21-\x5a\x5c\x5d\x5f-\x7e]|\^+)$")
+          r"(?:[\x21-\x5d\x5f-\x7e]|\^+[\x21-\x5a\x5c\x5d\x5f-\x7e]|\^+)\r?$")
 _ENV_RE2 = (
     r"^(?P<env>(?:\((?P<pname>[A-Za-z]\w*)(?: rank=(?P<prank>\d+))? pid=(?P<pid>\d+)\)\s*)?"
     r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
@@ -461,7 +463,10 @@ class ChunkPasser:
             sel = pc.indices_nonzero(ok)
             if len(sel):
                 every = len(sel) == len(cand)
-                parts, taken = self._fast_parts(cand if every else cand.take(sel), idx if every else idx.take(sel))
+                offered = cand if every else cand.take(sel)
+                if pc.any(pc.ends_with(offered, "\r")).as_py():
+                    offered = pc.replace_substring_regex(offered, "\r$", "")
+                parts, taken = self._fast_parts(offered, idx if every else idx.take(sel))
                 if taken is None:
                     taken = sel  # every offered line
                 elif not every:
