@@ -105,14 +105,15 @@ def _dir_runs(root: Path) -> Iterator[RunSource]:
         yield RunSource(d.name, campaign, str(d), files)
 
 
-def _open_tar(path: Path) -> tarfile.TarFile:
+def _open_tar(path: Path) -> tuple[tarfile.TarFile, Any]:
+    """The tar, and the stream under it that closing the tar leaves open (None if none)."""
     name = path.name.lower()
     if name.endswith((".tar.zst", ".tar.zstd")):
         import zstandard
 
         stream = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), read_across_frames=True)
-        return tarfile.open(fileobj=stream, mode="r|")
-    return tarfile.open(path, mode="r|*")
+        return tarfile.open(fileobj=stream, mode="r|"), stream
+    return tarfile.open(path, mode="r|*"), None
 
 
 def _tar_runs(path: Path) -> Iterator[RunSource]:
@@ -124,8 +125,9 @@ def _tar_runs(path: Path) -> Iterator[RunSource]:
     total = 0
     run_bytes = 0
     current: RunSource | None = None
+    tf = under = None
     try:
-        tf = _open_tar(path)
+        tf, under = _open_tar(path)
         for m in tf:
             p = PurePosixPath(m.name)
             if not m.isfile() or p.is_absolute() or ".." in p.parts:
@@ -158,6 +160,10 @@ def _tar_runs(path: Path) -> Iterator[RunSource]:
     except (tarfile.TarError, OSError, EOFError) as exc:
         raise InputError(f"cannot read archive {path}", str(exc) or type(exc).__name__,
                          hint="is it a complete .tar, .tar.gz or .tar.zst file?") from None
+    finally:
+        for h in (tf, under):
+            if h is not None:
+                h.close()
 
 
 # ---------------------------------------------------------------- classification

@@ -359,3 +359,28 @@ def test_a_run_too_big_for_memory_inside_a_tar_is_refused(tmp_path: Path, monkey
     monkeypatch.setattr(ingest_mod, "MAX_RUN_BYTES", 100_000)
     with pytest.raises(InputError, match="run run1 holds more than"):
         ingest_mod.ingest_paths(tmp_path / "a.duckdb", [out])
+
+
+def test_closing_a_log_closes_its_file_compressed_or_refused(tmp_path: Path) -> None:
+    """No file handle outlives a scan: gzip's reader leaves the file it was given open."""
+    import gc
+    import gzip
+    import warnings
+
+    from forensics.errors import InputError
+    from forensics.parsing.reader import open_log
+
+    gz = tmp_path / "x.log.gz"
+    gz.write_bytes(gzip.compress(b"INFO 01-01 00:00:00 [a.py:1] hello\n"))
+    elf = tmp_path / "a.out"
+    elf.write_bytes(b"\x7fELF" + bytes(64))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        stream, _ = open_log(gz)
+        assert stream.read().endswith(b"hello\n")
+        stream.close()
+        with pytest.raises(InputError):
+            open_log(elf)
+        del stream
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []

@@ -116,7 +116,7 @@ def test_sigkill_at_random_points_loses_nothing_committed(campaign, tmp_path: Pa
         time.sleep(max(0.0, delay))
         delay = time.monotonic() - t0
         proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
+        proc.communicate(timeout=30)  # reaps it and closes the stderr pipe
         if not db.exists():
             seen.append(0)
             continue
@@ -140,7 +140,7 @@ def test_a_killed_writer_does_not_cost_a_concurrent_one_anything(campaign, tmp_p
     survivor = _start(other, db)
     time.sleep(random.uniform(0.5, 1.5))
     victim.send_signal(signal.SIGKILL)
-    victim.wait(timeout=30)
+    victim.communicate(timeout=30)
     _, err = survivor.communicate(timeout=300)
     assert survivor.returncode == 0, err
     got = snapshot(db)
@@ -169,7 +169,7 @@ def test_killed_mid_write_leaves_no_lock_behind(campaign, tmp_path: Path) -> Non
                 break
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.communicate(timeout=30)
     t0 = time.monotonic()
     con = open_archive(db, wait_s=5)
     con.close()

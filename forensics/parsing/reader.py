@@ -122,8 +122,9 @@ class _Guarded(io.RawIOBase):
     ends at the cut and `truncated` holds a one-line note (ingest keeps what was read).
     """
 
-    def __init__(self, inner: Any, name: str, kind: str, strict: bool) -> None:
+    def __init__(self, inner: Any, name: str, kind: str, strict: bool, source: Any = None) -> None:
         self.inner, self.name, self.kind, self.strict = inner, name, kind, strict
+        self.source = source  # the compressed file, when closing `inner` leaves it open (GzipFile)
         self.truncated: str | None = None
         self.delivered = 0
 
@@ -161,6 +162,8 @@ class _Guarded(io.RawIOBase):
     def close(self) -> None:
         try:
             self.inner.close()
+            if self.source is not None:
+                self.source.close()
         finally:
             super().close()
 
@@ -170,14 +173,16 @@ def _decompress(fh: BinaryIO, name: str, strict: bool = True) -> BinaryIO:
     head = buffered.peek(16)[:16]
     if head.startswith(GZIP_MAGIC):
         gz = gzip.GzipFile(fileobj=buffered, mode="rb")
-        return io.BufferedReader(_Guarded(gz, name, "gzip", strict), 1 << 20)  # type: ignore[return-value]
+        return io.BufferedReader(_Guarded(gz, name, "gzip", strict, buffered), 1 << 20)  # type: ignore[return-value]
     if head.startswith(ZSTD_MAGIC):
         return io.BufferedReader(_Guarded(_ZstdFrames(buffered), name, "zstd", strict), 1 << 20)  # type: ignore[return-value]
     for magic in BINARY_MAGIC:
         if head.startswith(magic):
+            buffered.close()
             raise InputError(f"{name} is not a text log", f"it starts like a binary file ({magic!r})",
                              hint="pass the server log (plain, .gz or .zst)")
     probe = buffered.peek(8192)[:8192]
     if probe and probe.count(b"\x00") > len(probe) // 10:
+        buffered.close()
         raise InputError(f"{name} is not a text log", "it is mostly NUL bytes", hint="pass the server log (plain, .gz or .zst)")
     return buffered
