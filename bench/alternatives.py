@@ -20,7 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from forensics.parsing.scanner import Prefilter, _re2_escape, iter_chunks  # noqa: E402
+from forensics.parsing.scanner import Prefilter, iter_chunks  # noqa: E402
+from forensics.parsing.vectorised import keyword_alternation  # noqa: E402
 from forensics.parsing.spec import load_all  # noqa: E402
 
 CHUNK = 4 << 20
@@ -65,7 +66,7 @@ def m_bytes_count(data, kws, pats):
 def m_duckdb(data, kws, pats):
     import duckdb
 
-    alt = "|".join(_re2_escape(k) for k in sorted(set(kws), key=len, reverse=True))
+    alt = keyword_alternation(kws)
     con = duckdb.connect()
     con.execute("SET threads=1")
     n = 0
@@ -80,17 +81,24 @@ def m_arrow_split_regex(data, kws, pats):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    pf = Prefilter(kws)
+    whole_line = f"[^\\n]*(?:{keyword_alternation(kws)})[^\\n]*"
     n = 0
     for c in chunks(data):
-        n += len(pc.split_pattern_regex(pa.array([c], pa.large_binary()), pf.re2_pattern)[0].values) - 1
+        n += len(pc.split_pattern_regex(pa.array([c], pa.large_binary()), whole_line)[0].values) - 1
     return n
 
 
 def m_arrow_per_line(data, kws, pats):
-    """The current scanner: split lines, match_substring_regex (RE2) per line, indices of the hits."""
-    pf = Prefilter(kws)
-    return sum(len(pf.arrow_batch(c)[1]) for c in chunks(data))
+    """The current scanner's keyword pass: split lines, one RE2 test per line, indices of the hits."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    alt = keyword_alternation(kws)
+    n = 0
+    for c in chunks(data):
+        lines = pc.split_pattern(pa.array([c], pa.large_binary()), "\n")[0].values
+        n += len(pc.indices_nonzero(pc.match_substring_regex(lines, alt)))
+    return n
 
 
 METHODS = [

@@ -169,11 +169,11 @@ def _tar_runs(path: Path) -> Iterator[RunSource]:
 # ---------------------------------------------------------------- classification
 
 def _head(f: RunFile, n: int = 65536) -> bytes:
+    from forensics.parsing.reader import _decompress, is_compressed
+
     with f.opener() as fh:
         raw = fh.read(n)
-    if raw[:2] == b"\x1f\x8b" or raw[:4] == b"\x28\xb5\x2f\xfd":
-        from forensics.parsing.reader import _decompress
-
+    if is_compressed(raw):
         with _decompress(f.opener(), f.relpath, strict=False) as z:  # a cut file still shows its head
             return z.read(n) or raw
     return raw

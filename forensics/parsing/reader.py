@@ -51,6 +51,11 @@ def open_log(path: str | os.PathLike[str]) -> tuple[BinaryIO, str]:
     return _decompress(fh, name), name
 
 
+def is_compressed(head: bytes) -> bool:
+    """Whether a file's first bytes start a gzip or zstd stream."""
+    return head.startswith(GZIP_MAGIC) or head.startswith(ZSTD_MAGIC)
+
+
 def plain_size(path: str | os.PathLike[str]) -> int | None:
     """The size of an uncompressed regular file (what a scan of it will read), else None."""
     try:
@@ -58,9 +63,7 @@ def plain_size(path: str | os.PathLike[str]) -> int | None:
             return None
         with open(path, "rb") as fh:
             head = fh.read(4)
-        if head.startswith(GZIP_MAGIC) or head.startswith(ZSTD_MAGIC):
-            return None
-        return os.path.getsize(path)
+        return None if is_compressed(head) else os.path.getsize(path)
     except OSError:
         return None
 

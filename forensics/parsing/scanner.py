@@ -20,8 +20,7 @@ from typing import Any, BinaryIO, Callable, Iterator
 from forensics.parsing.envelope import split
 from forensics.parsing.hit import RAW_LIMIT, Hit
 from forensics.parsing.spec import Pattern, PatternSet
-from forensics.parsing.vectorised import ChunkPasser, RuntimeBatch, keyword_alternation
-from forensics.parsing.vectorised import re2_escape as _re2_escape  # noqa: F401 - bench/alternatives.py
+from forensics.parsing.vectorised import ChunkPasser, RuntimeBatch
 
 __all__ = ["Hit", "RuntimeBatch", "Scanner", "iter_chunks", "RAW_LIMIT"]
 
@@ -43,12 +42,10 @@ class HttpAfterFatal:
 
 
 class Prefilter:
-    """The keyword pass: yields (line number, start offset, line bytes) of candidate lines."""
+    """The Python keyword pass (small inputs): yields (line number, start offset, line bytes) of
+    candidate lines. The RE2 pass of larger ones is `vectorised.ChunkPasser`."""
 
     def __init__(self, keywords: list[str]) -> None:
-        alt = keyword_alternation(keywords)
-        self.re2_pattern = f"[^\\n]*(?:{alt})[^\\n]*"  # the whole candidate line (kept for reference)
-        self.re2_alt = alt
         # Keywords only (no `[^\n]*` around them): Python's re would backtrack over every
         # start position of a long keyword-free line, which is quadratic in its length.
         self.py_rx = re.compile("|".join(re.escape(k) for k in sorted(set(keywords), key=len, reverse=True)).encode())
@@ -66,41 +63,6 @@ class Prefilter:
             pos = s
             yield line, s, chunk[s:e]
             m = search(chunk, e)
-
-    def arrow(self, chunk: bytes, first_line: int) -> Iterator[tuple[int, int, bytes]]:
-        n_lines, idx, pos, lines, _ = self.arrow_batch(chunk)
-        for i, p, b in zip(idx, pos, lines):
-            yield first_line + i, p, b
-
-    def arrow_batch(self, chunk: bytes, keywords: list[str] | None = None
-                    ) -> tuple[int, list[int], list[int], list[bytes], list[list[int]] | None]:
-        """One chunk through RE2 in a handful of C++ calls (they release the GIL).
-
-        Returns the number of newlines in the chunk, and for each candidate line its index in
-        the chunk, its start offset and its bytes; with `keywords`, also the indices of the
-        keywords each candidate line contains (one vectorised substring test per keyword).
-        """
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        arr = pa.LargeBinaryArray.from_buffers(
-            pa.large_binary(), 1, [None, pa.array([0, len(chunk)], pa.int64()).buffers()[1], pa.py_buffer(chunk)])
-        lines = pc.split_pattern(arr, "\n")[0].values  # one piece per line; n pieces = newlines + 1
-        n_newlines = len(lines) - 1
-        idx = pc.indices_nonzero(pc.match_substring_regex(lines, self.re2_alt))
-        if len(idx) == 0:
-            return n_newlines, [], [], [], [] if keywords is not None else None
-        lens = pc.add(pc.binary_length(lines), 1)
-        ends = pc.take(pc.cumulative_sum(lens), idx)
-        starts = pc.subtract(ends, pc.take(lens, idx)).to_pylist()
-        cand = pc.take(lines, idx)
-        kws = None
-        if keywords is not None:
-            kws = [[] for _ in range(len(cand))]
-            for k, kw in enumerate(keywords):
-                for i in pc.indices_nonzero(pc.match_substring(cand, kw)).to_pylist():
-                    kws[i].append(k)
-        return n_newlines, idx.to_pylist(), starts, cand.to_pylist(), kws
 
 
 def iter_chunks(stream: BinaryIO, size: int) -> Iterator[bytes]:

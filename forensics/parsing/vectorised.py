@@ -36,10 +36,10 @@ from forensics.parsing.envelope import split
 from forensics.parsing.hit import RAW_LIMIT, Hit
 from forensics.parsing.spec import Pattern, PatternSet
 
-_PRINTABLE = r"^[\t\x20-\x7e]*[\x21-\x7e]$"   # printable ASCII or tab, no trailing blank
-# The same, and no caret-notation escape (`^[`, which `envelope.clean` removes anywhere); one
-# `\r` may end the line (a CRLF log): the scanner's Python path splits a line at `\r` and
-# skips the empty piece after it, so the batch path reads the line without it.
+# Printable ASCII or tab, no trailing blank, no caret-notation escape (`^[`, which
+# `envelope.clean` removes anywhere); one `\r` may end the line (a CRLF log): the scanner's
+# Python path splits a line at `\r` and skips the empty piece after it, so the batch path
+# reads the line without it.
 _CLEAN = (r"^(?:[\t\x20-\x5d\x5f-\x7e]|\^+[\t\x20-\x5a\x5c\x5d\x5f-\x7e])*"
           r"(?:[\x21-\x5d\x5f-\x7e]|\^+[\x21-\x5a\x5c\x5d\x5f-\x7e]|\^+)\r?$")
 _ENV_RE2 = (
@@ -105,9 +105,9 @@ def vectorisable(p: Pattern) -> bool:
 
 
 def _sample_lines(patterns: PatternSet) -> list[str]:
-    printable = re.compile(_PRINTABLE.replace("$", "\\Z"))
+    clean = re.compile(_CLEAN.replace("$", "\\Z"))  # the lines the batch path may be offered
     return [s["line"] for p in patterns.patterns for s in p.samples
-            if isinstance(s.get("line"), str) and printable.match(s["line"]) and "^[" not in s["line"]]
+            if isinstance(s.get("line"), str) and clean.match(s["line"])]
 
 
 def _env_agrees(line: str, sp: Any, groups: dict[str, bytes]) -> bool:
@@ -393,8 +393,8 @@ def overlap_strings(kw: str, keywords: list[str]) -> list[str] | None:
 
 
 def _returning_pool(pa: Any) -> None:
-    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
-        return  # the user chose
+    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL") or pa.default_memory_pool().backend_name != "mimalloc":
+        return  # the user chose, or an earlier scan in this process did
     try:
         pa.set_memory_pool(pa.jemalloc_memory_pool())
     except (NotImplementedError, pa.ArrowNotImplementedError):
